@@ -1,0 +1,61 @@
+package plans
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FieldError is one problem, located by an RFC 6901 JSON pointer into the
+// request body or into the plan.
+type FieldError struct {
+	Pointer string `json:"pointer"`
+	Code    string `json:"code"`
+	Detail  string `json:"detail"`
+}
+
+// Error is a domain error with the stable code of the contract. The service
+// maps the code to an HTTP status in one place.
+type Error struct {
+	Code   string
+	Detail string
+	Errors []FieldError
+	// Extra holds the members that sit beside code in the problem
+	// (plan_status, required_permissions, unconfirmed_deletions, …).
+	Extra map[string]any
+}
+
+func (e *Error) Error() string {
+	if e.Detail != "" {
+		return e.Code + ": " + e.Detail
+	}
+	return e.Code
+}
+
+// Errorf builds an *Error with a formatted detail.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Problems builds an *Error listing every field problem.
+func Problems(code string, errs []FieldError) *Error {
+	detail := "1 problem"
+	if len(errs) != 1 {
+		detail = fmt.Sprintf("%d problems", len(errs))
+	}
+	return &Error{Code: code, Detail: detail, Errors: errs}
+}
+
+// PointerEscape escapes one reference token of an RFC 6901 JSON pointer.
+func PointerEscape(token string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
+}
+
+// Pointer joins reference tokens into a JSON pointer, escaping each.
+func Pointer(tokens ...string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(PointerEscape(t))
+	}
+	return b.String()
+}
