@@ -1,0 +1,395 @@
+package plans
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Entry is one resource of a document. Spec is the normalised canonical JSON
+// of the spec (object keys sorted, defaults filled), or nil when the document
+// maps the key to null (a deletion).
+type Entry struct {
+	Kind Kind
+	Key  string
+	Spec json.RawMessage
+}
+
+// Document is a decoded configuration document.
+type Document struct {
+	Types   []Kind           // the planned types (top-level keys), in write order
+	Entries map[Kind][]Entry // per kind, sorted by key
+}
+
+// DecodeDocument strictly decodes the config member of a request; base is
+// the pointer of that member in the request body ("/config").
+//
+// A 400-class problem gives err, an *Error whose code is malformed_request
+// (not JSON, not an object, a value of the wrong JSON type, a duplicate
+// object key) or, when there is no such problem, unknown_field (an unknown
+// document key, an unknown member anywhere inside a spec). It lists every
+// such problem.
+//
+// Otherwise problems lists every 422-class problem: rule violations inside
+// specs, invalid keys, a singleton mapped to null (not_deletable), an empty
+// document (empty, at base), and a unique value (connection or role
+// display_name, api identifier) repeated by resources of the document
+// (duplicate, at the member of each resource after the first in key order).
+// References are not checked here. When problems is not empty, the Spec of
+// an invalid entry holds a best-effort normalisation, so that references to
+// it still resolve; it must not be stored.
+//
+// Singletons map directly to their spec (their key is "default"); the other
+// types map keys to specs or to null. JSON null is accepted only there and
+// for a connection's oidc member.
+func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems []FieldError, err error) {
+	tree, bad, ok := parseStrict(raw, base)
+	if !ok {
+		return nil, nil, badRequest(bad)
+	}
+	root, ok := tree.(*jsonObject)
+	if !ok {
+		return nil, nil, badRequest(append(bad, FieldError{Pointer: base, Code: ProblemMalformedRequest,
+			Detail: "The configuration document must be a JSON object."}))
+	}
+
+	type item struct {
+		kind    Kind
+		key     string
+		pointer string
+		spec    *jsonObject // nil for a deletion
+	}
+	var items []item
+	planned := map[Kind]bool{}
+	for _, docKey := range root.keys {
+		ptr := base + "/" + PointerEscape(docKey)
+		info, known := LookupDocKey(docKey)
+		if !known {
+			bad = append(bad, FieldError{Pointer: ptr, Code: ProblemUnknownField,
+				Detail: "This is not a document key of the configuration."})
+			continue
+		}
+		value := root.vals[docKey]
+		if info.Singleton {
+			switch v := value.(type) {
+			case nil:
+				planned[info.Kind] = true
+				problems = append(problems, FieldError{Pointer: ptr, Code: ProblemNotDeletable,
+					Detail: fmt.Sprintf("The %s singleton cannot be deleted.", info.Kind)})
+			case *jsonObject:
+				planned[info.Kind] = true
+				s, _ := newSpec(info.Kind)
+				bad = append(bad, checkShape(v, specType(s), ptr)...)
+				items = append(items, item{info.Kind, SingletonKey, ptr, v})
+			default:
+				bad = append(bad, wrongType(ptr, "an object"))
+			}
+			continue
+		}
+		byKey, isObj := value.(*jsonObject)
+		if !isObj {
+			bad = append(bad, wrongType(ptr, "an object mapping keys to specs"))
+			continue
+		}
+		planned[info.Kind] = true
+		for _, key := range byKey.keys {
+			kptr := ptr + "/" + PointerEscape(key)
+			if !keyPattern.MatchString(key) {
+				problems = append(problems, FieldError{Pointer: kptr, Code: ProblemInvalid,
+					Detail: "A key must be 1 to 63 lowercase letters, digits or hyphens, starting with a letter or digit."})
+			}
+			switch v := byKey.vals[key].(type) {
+			case nil:
+				items = append(items, item{info.Kind, key, kptr, nil})
+			case *jsonObject:
+				s, _ := newSpec(info.Kind)
+				bad = append(bad, checkShape(v, specType(s), kptr)...)
+				items = append(items, item{info.Kind, key, kptr, v})
+			default:
+				bad = append(bad, wrongType(kptr, "an object or null"))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return nil, nil, badRequest(bad)
+	}
+	if len(root.keys) == 0 {
+		problems = append(problems, FieldError{Pointer: base, Code: ProblemEmpty,
+			Detail: "The configuration document has no type to plan."})
+	}
+
+	doc = &Document{Entries: map[Kind][]Entry{}}
+	for _, info := range Kinds {
+		if planned[info.Kind] {
+			doc.Types = append(doc.Types, info.Kind)
+			doc.Entries[info.Kind] = []Entry{}
+		}
+	}
+	pointers := map[Kind]map[string]string{}
+	for _, it := range items {
+		e := Entry{Kind: it.kind, Key: it.key}
+		if it.spec != nil {
+			s, _ := newSpec(it.kind)
+			if err := unmarshalTree(it.spec, s); err != nil {
+				return nil, nil, err
+			}
+			var specProblems []FieldError
+			e.Spec, specProblems = checkSpec(s, it.pointer)
+			problems = append(problems, specProblems...)
+		}
+		doc.Entries[it.kind] = append(doc.Entries[it.kind], e)
+		if pointers[it.kind] == nil {
+			pointers[it.kind] = map[string]string{}
+		}
+		pointers[it.kind][it.key] = it.pointer
+	}
+	for k := range doc.Entries {
+		slices.SortFunc(doc.Entries[k], func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
+	}
+	problems = append(problems, duplicateValueProblems(doc, pointers)...)
+	return doc, problems, nil
+}
+
+// duplicateValueProblems reports every resource whose unique value an
+// earlier resource of the same kind (in key order) already holds.
+func duplicateValueProblems(doc *Document, pointers map[Kind]map[string]string) []FieldError {
+	var out []FieldError
+	for _, kind := range doc.Types {
+		holders := map[UniqueValue]string{}
+		for _, e := range doc.Entries[kind] {
+			for _, uv := range UniqueValues(kind, e.Spec) {
+				first, taken := holders[uv]
+				if !taken {
+					holders[uv] = e.Key
+					continue
+				}
+				out = append(out, FieldError{
+					Pointer: pointers[kind][e.Key] + "/" + PointerEscape(uv.Field),
+					Code:    ProblemDuplicate,
+					Detail:  fmt.Sprintf("The %s %q of this document has the same %s.", kind, first, uv.Field),
+				})
+			}
+		}
+	}
+	return out
+}
+
+// badRequest is the error of 400-class problems: malformed_request when one
+// of them is, unknown_field otherwise.
+func badRequest(bad []FieldError) *Error {
+	code := ProblemUnknownField
+	for _, p := range bad {
+		if p.Code == ProblemMalformedRequest {
+			code = ProblemMalformedRequest
+			break
+		}
+	}
+	return Problems(code, bad)
+}
+
+func wrongType(ptr, want string) FieldError {
+	return FieldError{Pointer: ptr, Code: ProblemMalformedRequest, Detail: "The value must be " + want + "."}
+}
+
+// jsonObject is a decoded JSON object that remembers the order of its
+// members, so that problems are reported in the order of the document.
+type jsonObject struct {
+	keys []string
+	vals map[string]any
+}
+
+func (o *jsonObject) MarshalJSON() ([]byte, error) { return json.Marshal(o.vals) }
+
+// maxDepth bounds the nesting of decoded JSON; specs nest a few levels only.
+const maxDepth = 64
+
+// parseStrict decodes JSON into *jsonObject, []any, string, json.Number,
+// bool and nil values, reporting every duplicate object key (the first
+// occurrence is kept). A syntax error is reported alone, at base, with ok
+// false.
+func parseStrict(raw []byte, base string) (v any, problems []FieldError, ok bool) {
+	p := &strictParser{dec: json.NewDecoder(bytes.NewReader(raw))}
+	p.dec.UseNumber()
+	v, err := p.value(base, 0)
+	if err == nil {
+		if _, extra := p.dec.Token(); extra != io.EOF {
+			err = errors.New("unexpected data after the JSON value")
+		}
+	}
+	if err != nil {
+		detail := "The value is not valid JSON."
+		if errors.Is(err, errTooDeep) {
+			detail = "The value is nested too deeply."
+		}
+		return nil, []FieldError{{Pointer: base, Code: ProblemMalformedRequest, Detail: detail}}, false
+	}
+	return v, p.dups, true
+}
+
+var errTooDeep = errors.New("nested too deeply")
+
+type strictParser struct {
+	dec  *json.Decoder
+	dups []FieldError
+}
+
+func (p *strictParser) value(ptr string, depth int) (any, error) {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if depth >= maxDepth {
+			return nil, errTooDeep
+		}
+		if t == '[' {
+			list := []any{}
+			for p.dec.More() {
+				v, err := p.value(ptr+"/"+strconv.Itoa(len(list)), depth+1)
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, v)
+			}
+			_, err := p.dec.Token()
+			return list, err
+		}
+		obj := &jsonObject{vals: map[string]any{}}
+		for p.dec.More() {
+			kt, err := p.dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			key, _ := kt.(string)
+			kptr := ptr + "/" + PointerEscape(key)
+			v, err := p.value(kptr, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := obj.vals[key]; dup {
+				p.dups = append(p.dups, FieldError{Pointer: kptr, Code: ProblemMalformedRequest,
+					Detail: "This member is repeated in its object."})
+				continue
+			}
+			obj.keys = append(obj.keys, key)
+			obj.vals[key] = v
+		}
+		_, err := p.dec.Token()
+		return obj, err
+	}
+	return tok, nil // string, json.Number, bool or nil
+}
+
+// unmarshalTree decodes a checked tree into a typed spec.
+func unmarshalTree(tree any, s spec) error {
+	b, err := json.Marshal(tree)
+	if err != nil {
+		return fmt.Errorf("plans: re-encode spec: %w", err)
+	}
+	if err := json.Unmarshal(b, s); err != nil {
+		return fmt.Errorf("plans: decode checked spec: %w", err)
+	}
+	return nil
+}
+
+func specType(s spec) reflect.Type { return reflect.TypeOf(s).Elem() }
+
+// checkShape compares a decoded value with the Go type it will be decoded
+// into and reports every unknown member (unknown_field) and every value of
+// the wrong JSON type (malformed_request).
+func checkShape(v any, t reflect.Type, ptr string) []FieldError {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if v == nil {
+		return []FieldError{wrongType(ptr, jsonTypeName(t))}
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(*jsonObject)
+		if !ok {
+			return []FieldError{wrongType(ptr, "an object")}
+		}
+		fields := jsonFields(t)
+		var out []FieldError
+		for _, k := range obj.keys {
+			kptr := ptr + "/" + PointerEscape(k)
+			f, known := fields[k]
+			switch {
+			case !known:
+				out = append(out, FieldError{Pointer: kptr, Code: ProblemUnknownField,
+					Detail: "This member is not part of the object."})
+			case obj.vals[k] == nil && f.Tag.Get("nullable") == "true":
+			default:
+				out = append(out, checkShape(obj.vals[k], f.Type, kptr)...)
+			}
+		}
+		return out
+	case reflect.Slice:
+		list, ok := v.([]any)
+		if !ok {
+			return []FieldError{wrongType(ptr, "an array")}
+		}
+		var out []FieldError
+		for i, item := range list {
+			out = append(out, checkShape(item, t.Elem(), ptr+"/"+strconv.Itoa(i))...)
+		}
+		return out
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			return []FieldError{wrongType(ptr, "a string")}
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return []FieldError{wrongType(ptr, "a boolean")}
+		}
+	case reflect.Int, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			return []FieldError{wrongType(ptr, "an integer")}
+		}
+		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
+			return []FieldError{wrongType(ptr, "an integer")}
+		}
+	}
+	return nil
+}
+
+func jsonTypeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct:
+		return "an object"
+	case reflect.Slice:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	}
+	return "a value"
+}
+
+// jsonFields maps the JSON member names of a struct to its fields.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f
+	}
+	return out
+}

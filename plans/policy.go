@@ -1,0 +1,182 @@
+package plans
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"reflect"
+	"regexp"
+	"strings"
+)
+
+// Policies are the environment policies of §11. Every policy is optional;
+// the zero value enforces nothing.
+type Policies struct {
+	RequireHTTPSCallbacks   bool     `json:"require_https_callbacks" nullable:"true"`
+	AllowedCallbackHosts    []string `json:"allowed_callback_hosts" nullable:"true"`
+	MinPasswordLength       *int     `json:"min_password_length" nullable:"true"`
+	ForbidSocialConnections bool     `json:"forbid_social_connections" nullable:"true"`
+	MFARequired             bool     `json:"mfa_required" nullable:"true"`
+}
+
+// Policy names, also the problem codes of violations.
+const (
+	PolicyRequireHTTPSCallbacks   = "require_https_callbacks"
+	PolicyAllowedCallbackHosts    = "allowed_callback_hosts"
+	PolicyMinPasswordLength       = "min_password_length"
+	PolicyForbidSocialConnections = "forbid_social_connections"
+	PolicyMFARequired             = "mfa_required"
+)
+
+// defaultMinPasswordLength is the platform's minimum password length, which a
+// database connection without min_password_length enforces.
+const defaultMinPasswordLength = 8
+
+// hostPatternPattern is a host name, optionally behind "*." : lowercase
+// labels of letters, digits and hyphens, 1–63 characters, no hyphen at either
+// end.
+var hostPatternPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+
+// DecodePolicies strictly decodes the body of
+// PUT /internal/v1/environments/{id}/policies. An unknown member or a value of
+// the wrong JSON type gives an *Error (unknown_field, malformed_request); an
+// invalid value (min_password_length outside 8–128, a malformed or repeated
+// host pattern) is a problem. Absent and null members keep their zero value:
+// the PUT replaces the whole policy set. Host patterns are lower-cased, and
+// allowed_callback_hosts is never nil.
+func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
+	var p Policies
+	tree, bad, ok := parseStrict(raw, "")
+	if ok {
+		if _, isObj := tree.(*jsonObject); !isObj {
+			bad = append(bad, wrongType("", "an object"))
+		} else {
+			bad = append(bad, checkShape(tree, reflect.TypeFor[Policies](), "")...)
+		}
+	}
+	if len(bad) > 0 {
+		return p, nil, badRequest(bad)
+	}
+	b, err := json.Marshal(tree)
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err != nil {
+		return Policies{}, nil, fmt.Errorf("plans: decode checked policies: %w", err)
+	}
+
+	var problems []FieldError
+	if n := p.MinPasswordLength; n != nil && (*n < 8 || *n > 128) {
+		problems = append(problems, FieldError{Pointer: "/min_password_length", Code: ProblemOutOfRange,
+			Detail: "min_password_length must be between 8 and 128."})
+	}
+	if p.AllowedCallbackHosts == nil {
+		p.AllowedCallbackHosts = []string{}
+	}
+	for i, h := range p.AllowedCallbackHosts {
+		h = strings.ToLower(h)
+		p.AllowedCallbackHosts[i] = h
+		if len(h) > 253 || !hostPatternPattern.MatchString(h) {
+			problems = append(problems, FieldError{Pointer: fmt.Sprintf("/allowed_callback_hosts/%d", i), Code: ProblemInvalid,
+				Detail: "A host pattern must be a host name such as portal.shop.example, or *. followed by one."})
+		}
+	}
+	problems = append(problems, duplicateProblems("/allowed_callback_hosts", "", len(p.AllowedCallbackHosts),
+		stringsKey(p.AllowedCallbackHosts))...)
+	return p, problems, nil
+}
+
+// hostAllowed reports whether a host matches a pattern: "*.shop.example"
+// matches one or more labels before shop.example (a.shop.example,
+// a.b.shop.example) but not shop.example itself; a plain pattern matches
+// exactly. Both are compared case-insensitively.
+func hostAllowed(host string, patterns []string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "" {
+		return false
+	}
+	for _, pat := range patterns {
+		pat = strings.ToLower(pat)
+		if suffix, wild := strings.CutPrefix(pat, "*."); wild {
+			if strings.HasSuffix(host, "."+suffix) && len(host) > len(suffix)+1 {
+				return true
+			}
+		} else if host == pat {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckPolicies checks one created or updated resource against the
+// policies. It returns a problem per violated rule whose code is the
+// policy's name and whose pointer is specPointer followed by the member path
+// ("/changes/3/spec" → "/changes/3/spec/callback_urls/0"):
+//
+//   - require_https_callbacks, allowed_callback_hosts: at every offending
+//     application callback URL (one URL may break both);
+//   - min_password_length: at identity_settings /password_policy/min_length,
+//     and at a database connection's /database/min_password_length, which
+//     counts as 8 (the platform's default) when absent;
+//   - forbid_social_connections: at /active of an active social connection;
+//   - mfa_required: at identity_settings /mfa.
+//
+// spec is a canonical spec; a spec that cannot be decoded violates nothing.
+func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer string) []FieldError {
+	var out []FieldError
+	violation := func(field, code, detail string) {
+		out = append(out, FieldError{Pointer: specPointer + field, Code: code, Detail: detail})
+	}
+	switch kind {
+	case KindApplication:
+		var s applicationSpec
+		if json.Unmarshal(spec, &s) != nil {
+			return nil
+		}
+		for i, cb := range s.CallbackURLs {
+			field := fmt.Sprintf("/callback_urls/%d", i)
+			u, err := url.Parse(cb)
+			if p.RequireHTTPSCallbacks && (err != nil || u.Scheme != "https") {
+				violation(field, PolicyRequireHTTPSCallbacks,
+					"The environment requires https callback URLs, without the localhost exception.")
+			}
+			if len(p.AllowedCallbackHosts) > 0 && (err != nil || !hostAllowed(u.Hostname(), p.AllowedCallbackHosts)) {
+				violation(field, PolicyAllowedCallbackHosts,
+					"The host of this callback URL is not one the environment allows.")
+			}
+		}
+	case KindIdentitySettings:
+		var s identitySettingsSpec
+		if json.Unmarshal(spec, &s) != nil {
+			return nil
+		}
+		if m := p.MinPasswordLength; m != nil && s.PasswordPolicy != nil && s.PasswordPolicy.MinLength != nil &&
+			*s.PasswordPolicy.MinLength < *m {
+			violation("/password_policy/min_length", PolicyMinPasswordLength,
+				fmt.Sprintf("The environment requires passwords of at least %d characters.", *m))
+		}
+		if p.MFARequired && deref(s.MFA) != "required" {
+			violation("/mfa", PolicyMFARequired, `The environment requires mfa to be "required".`)
+		}
+	case KindConnection:
+		var s connectionSpec
+		if json.Unmarshal(spec, &s) != nil {
+			return nil
+		}
+		if m := p.MinPasswordLength; m != nil && deref(s.Type) == ConnectionDatabase && s.Database != nil {
+			minLen := defaultMinPasswordLength
+			if s.Database.MinPasswordLength != nil {
+				minLen = *s.Database.MinPasswordLength
+			}
+			if minLen < *m {
+				violation("/database/min_password_length", PolicyMinPasswordLength,
+					fmt.Sprintf("The environment requires passwords of at least %d characters.", *m))
+			}
+		}
+		if p.ForbidSocialConnections && deref(s.Type) == ConnectionSocial && deref(s.Active) {
+			violation("/active", PolicyForbidSocialConnections,
+				"The environment forbids active social connections.")
+		}
+	}
+	return out
+}
