@@ -19,6 +19,8 @@ type MemoryStore struct {
 	lastSweep time.Time
 }
 
+var _ Store = (*MemoryStore)(nil)
+
 type memoryKey struct{ scope, key string }
 
 type memoryRecord struct {
