@@ -63,6 +63,10 @@ const (
 // busy for a whole lease.
 const slotTimeout = time.Second
 
+// cleanupTimeout bounds the background removal of a slot that a failed-open
+// call may have taken (see RedisLimiter.Admit).
+const cleanupTimeout = 3 * time.Second
+
 // ErrLeaseLost reports that a slot's lease expired (or the slot was released)
 // before Renew: the slot may already belong to another request.
 var ErrLeaseLost = errors.New("ratelimit: lease lost")

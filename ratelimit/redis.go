@@ -24,7 +24,7 @@ import (
 // Returns {code, now, tat, earliest}: code 0 allowed (tat is the new TAT),
 // 1 denied by config_plan_inflight (earliest: first lease expiry), 2 denied
 // by config_plan.
-var admitScript = redis.NewScript(`
+const admitSource = `
 local function fmt(n) return string.format('%.0f', n) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -46,13 +46,13 @@ redis.call('ZADD', KEYS[2], fmt(now + lease), ARGV[5])
 local ttl = math.ceil(lease / 1000)
 if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
 return {0, now, newtat, 0}
-`)
+`
 
 // acquireScript takes a slot of a sorted set under a limit.
 //
 // KEYS: slots. ARGV: limit, lease (µs), slot token.
 // Returns {1, 0} when taken, {0, wait µs until the first lease expiry} when full.
-var acquireScript = redis.NewScript(`
+const acquireSource = `
 local function fmt(n) return string.format('%.0f', n) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -66,12 +66,12 @@ redis.call('ZADD', KEYS[1], fmt(now + lease), ARGV[3])
 local ttl = math.ceil(lease / 1000)
 if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return {1, 0}
-`)
+`
 
 // renewScript extends a live slot's lease; an expired one is removed.
 //
 // KEYS: slots. ARGV: lease (µs), slot token. Returns 1 renewed, 0 lost.
-var renewScript = redis.NewScript(`
+const renewSource = `
 local function fmt(n) return string.format('%.0f', n) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -85,7 +85,13 @@ redis.call('ZADD', KEYS[1], 'XX', fmt(now + lease), ARGV[2])
 local ttl = math.ceil(lease / 1000)
 if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
-`)
+`
+
+var (
+	admitScript   = redis.NewScript(admitSource)
+	acquireScript = redis.NewScript(acquireSource)
+	renewScript   = redis.NewScript(renewSource)
+)
 
 // RedisLimiter is the Limiter of a fleet of replicas. It has no clock of its
 // own: every decision uses Redis TIME inside one script.
@@ -138,7 +144,7 @@ func (l *RedisLimiter) Admit(ctx context.Context, env string) (Decision, Slot, e
 		// The script may have run although its answer was lost or came too
 		// late: free the slot it may have taken. The TAT it may have stored
 		// counts a request that does run.
-		releaseToken(context.WithoutCancel(ctx), l.rdb, key, token)
+		cleanupToken(ctx, l.rdb, key, token)
 	})
 	if err == nil && len(res) != 4 {
 		err = fmt.Errorf("admit script returned %v", res)
@@ -211,7 +217,7 @@ func (f *RedisFleet) Acquire(ctx context.Context) (bool, time.Duration, Slot, er
 	res, err := bounded(ctx, f.callTimeout, func(ctx context.Context) ([]int64, error) {
 		return acquireScript.Run(ctx, f.rdb, []string{f.key}, f.limit, f.lease.Microseconds(), token).Int64Slice()
 	}, func() {
-		releaseToken(context.WithoutCancel(ctx), f.rdb, f.key, token)
+		cleanupToken(ctx, f.rdb, f.key, token)
 	})
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("acquire script returned %v", res)
@@ -280,6 +286,17 @@ func releaseToken(ctx context.Context, rdb redis.UniversalClient, key, token str
 	return err
 }
 
+// cleanupToken removes the slot a failed-open call may have taken. It runs in
+// the background of a request that already went on, so it may wait longer
+// than a release: against a slow Redis a new connection alone takes several
+// round trips. A failure is not logged: the fail-open was, and the lease
+// ends the slot anyway.
+func cleanupToken(ctx context.Context, rdb redis.UniversalClient, key, token string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_ = rdb.ZRem(ctx, key, token).Err()
+}
+
 // bounded runs call with a deadline of timeout and returns by then whether or
 // not the client honours the deadline. When call fails, or its answer comes
 // after the deadline, unknown (if not nil) runs once call has returned: the
@@ -310,12 +327,18 @@ func bounded[T any](ctx context.Context, timeout time.Duration, call func(contex
 	}()
 	select {
 	case r := <-done:
+		if r.err != nil && ctx.Err() != nil {
+			r.err = context.Cause(ctx) // the client's own report of the deadline names no cause
+		}
 		return r.v, r.err
 	case <-ctx.Done():
 		mu.Lock()
 		defer mu.Unlock()
 		select {
 		case r := <-done:
+			if r.err != nil {
+				r.err = context.Cause(ctx)
+			}
 			return r.v, r.err
 		default:
 			abandoned = true
