@@ -68,7 +68,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 	var items []item
 	planned := map[Kind]bool{}
 	for _, docKey := range root.keys {
-		ptr := base + "/" + PointerEscape(docKey)
+		ptr := base + "/" + escapeToken(docKey)
 		info, known := LookupDocKey(docKey)
 		if !known {
 			bad = append(bad, FieldError{Pointer: ptr, Code: ProblemUnknownField,
@@ -85,7 +85,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 			case *jsonObject:
 				planned[info.Kind] = true
 				s, _ := newSpec(info.Kind)
-				bad = append(bad, checkShape(v, specType(s), ptr)...)
+				bad = append(bad, checkShape(v, specType(s), ptr, nil)...)
 				items = append(items, item{info.Kind, SingletonKey, ptr, v})
 			default:
 				bad = append(bad, wrongType(ptr, "an object"))
@@ -99,7 +99,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 		}
 		planned[info.Kind] = true
 		for _, key := range byKey.keys {
-			kptr := ptr + "/" + PointerEscape(key)
+			kptr := ptr + "/" + escapeToken(key)
 			if !keyPattern.MatchString(key) {
 				problems = append(problems, FieldError{Pointer: kptr, Code: ProblemInvalid,
 					Detail: "A key must be 1 to 63 lowercase letters, digits or hyphens, starting with a letter or digit."})
@@ -109,7 +109,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 				items = append(items, item{info.Kind, key, kptr, nil})
 			case *jsonObject:
 				s, _ := newSpec(info.Kind)
-				bad = append(bad, checkShape(v, specType(s), kptr)...)
+				bad = append(bad, checkShape(v, specType(s), kptr, nil)...)
 				items = append(items, item{info.Kind, key, kptr, v})
 			default:
 				bad = append(bad, wrongType(kptr, "an object or null"))
@@ -193,6 +193,15 @@ func badRequest(bad []FieldError) *Error {
 	return Problems(code, bad)
 }
 
+// escapeToken is PointerEscape without its cost for the usual token, which
+// needs no escaping.
+func escapeToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return PointerEscape(s)
+}
+
 func wrongType(ptr, want string) FieldError {
 	return FieldError{Pointer: ptr, Code: ProblemMalformedRequest, Detail: "The value must be " + want + "."}
 }
@@ -214,9 +223,9 @@ const maxDepth = 64
 // occurrence is kept). A syntax error is reported alone, at base, with ok
 // false.
 func parseStrict(raw []byte, base string) (v any, problems []FieldError, ok bool) {
-	p := &strictParser{dec: json.NewDecoder(bytes.NewReader(raw))}
+	p := &strictParser{dec: json.NewDecoder(bytes.NewReader(raw)), base: base}
 	p.dec.UseNumber()
-	v, err := p.value(base, 0)
+	v, err := p.value(0)
 	if err == nil {
 		if _, extra := p.dec.Token(); extra != io.EOF {
 			err = errors.New("unexpected data after the JSON value")
@@ -236,10 +245,12 @@ var errTooDeep = errors.New("nested too deeply")
 
 type strictParser struct {
 	dec  *json.Decoder
+	base string
+	path []string // the member names and indexes down to the current value
 	dups []FieldError
 }
 
-func (p *strictParser) value(ptr string, depth int) (any, error) {
+func (p *strictParser) value(depth int) (any, error) {
 	tok, err := p.dec.Token()
 	if err != nil {
 		return nil, err
@@ -252,7 +263,9 @@ func (p *strictParser) value(ptr string, depth int) (any, error) {
 		if t == '[' {
 			list := []any{}
 			for p.dec.More() {
-				v, err := p.value(ptr+"/"+strconv.Itoa(len(list)), depth+1)
+				p.path = append(p.path, strconv.Itoa(len(list)))
+				v, err := p.value(depth + 1)
+				p.path = p.path[:len(p.path)-1]
 				if err != nil {
 					return nil, err
 				}
@@ -268,18 +281,18 @@ func (p *strictParser) value(ptr string, depth int) (any, error) {
 				return nil, err
 			}
 			key, _ := kt.(string)
-			kptr := ptr + "/" + PointerEscape(key)
-			v, err := p.value(kptr, depth+1)
+			p.path = append(p.path, key)
+			v, err := p.value(depth + 1)
 			if err != nil {
 				return nil, err
 			}
 			if _, dup := obj.vals[key]; dup {
-				p.dups = append(p.dups, FieldError{Pointer: kptr, Code: ProblemMalformedRequest,
+				p.dups = append(p.dups, FieldError{Pointer: p.base + Pointer(p.path...), Code: ProblemMalformedRequest,
 					Detail: "This member is repeated in its object."})
-				continue
+			} else {
+				obj.keys = append(obj.keys, key)
+				obj.vals[key] = v
 			}
-			obj.keys = append(obj.keys, key)
-			obj.vals[key] = v
 		}
 		_, err := p.dec.Token()
 		return obj, err

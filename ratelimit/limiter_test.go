@@ -28,11 +28,16 @@ var backends = []backend{
 		name: "redis",
 		limiter: func(t *testing.T, cfg Config) (Limiter, func(time.Duration)) {
 			rdb, prefix := newTestRedis(t)
+			if cfg.CallTimeout == 0 {
+				// These tests check decisions, not latency: a busy test
+				// machine must not turn them into fail-opens.
+				cfg.CallTimeout = 2 * time.Second
+			}
 			return NewRedisLimiter(rdb, prefix, cfg, slog.New(slog.DiscardHandler)), time.Sleep
 		},
 		fleet: func(t *testing.T, limit int) Fleet {
 			rdb, prefix := newTestRedis(t)
-			return NewRedisFleet(rdb, prefix, limit, time.Minute, 0, slog.New(slog.DiscardHandler))
+			return NewRedisFleet(rdb, prefix, limit, time.Minute, 2*time.Second, slog.New(slog.DiscardHandler))
 		},
 	},
 	{

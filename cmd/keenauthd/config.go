@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is read from KEENAUTHD_* variables.
+type config struct {
+	DatabaseURL       string
+	RedisURL          string
+	Listen            string
+	FederationURL     string
+	FederationToken   string
+	FederationTimeout time.Duration
+	InternalToken     string
+	IdempotencySecret string
+	RateLimitQuota    int
+	RateLimitWindow   time.Duration
+	InflightLimit     int
+	FleetApplyLimit   int
+	PlanTTL           time.Duration
+	ApplyLease        time.Duration
+	ShutdownTimeout   time.Duration
+	LogLevel          slog.Level
+	DebugListen       string
+}
+
+func loadConfig(getenv func(string) string) (config, error) {
+	c := config{
+		DatabaseURL:       or(getenv("KEENAUTHD_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/keenauth?sslmode=disable"),
+		RedisURL:          or(getenv("KEENAUTHD_REDIS_URL"), "redis://127.0.0.1:6379/0"),
+		Listen:            or(getenv("KEENAUTHD_LISTEN"), "127.0.0.1:8080"),
+		FederationURL:     getenv("KEENAUTHD_FEDERATION_URL"),
+		FederationToken:   getenv("KEENAUTHD_FEDERATION_TOKEN"),
+		InternalToken:     getenv("KEENAUTHD_INTERNAL_TOKEN"),
+		IdempotencySecret: getenv("KEENAUTHD_IDEMPOTENCY_SECRET"),
+		DebugListen:       getenv("KEENAUTHD_DEBUG_LISTEN"),
+	}
+	var errs []string
+	dur := func(name string, def time.Duration) time.Duration {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("%s=%q is not a positive Go duration (e.g. 60s)", name, v))
+			return def
+		}
+		return d
+	}
+	num := func(name string, def int) int {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Sprintf("%s=%q is not a positive whole number", name, v))
+			return def
+		}
+		return n
+	}
+	c.FederationTimeout = dur("KEENAUTHD_FEDERATION_TIMEOUT", 5*time.Second)
+	c.RateLimitQuota = num("KEENAUTHD_RATE_LIMIT_QUOTA", 30)
+	c.RateLimitWindow = dur("KEENAUTHD_RATE_LIMIT_WINDOW", 60*time.Second)
+	c.InflightLimit = num("KEENAUTHD_INFLIGHT_LIMIT", 2)
+	c.FleetApplyLimit = num("KEENAUTHD_FLEET_APPLY_LIMIT", 64)
+	c.PlanTTL = dur("KEENAUTHD_PLAN_TTL", 24*time.Hour)
+	c.ApplyLease = dur("KEENAUTHD_APPLY_LEASE", 60*time.Second)
+	c.ShutdownTimeout = dur("KEENAUTHD_SHUTDOWN_TIMEOUT", 30*time.Second)
+	if v := getenv("KEENAUTHD_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Sprintf("KEENAUTHD_LOG_LEVEL=%q is not debug, info, warn or error", v))
+		}
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

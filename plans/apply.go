@@ -1,0 +1,658 @@
+package plans
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/keenauth/configplans/revisions"
+)
+
+// ApplyOptions are the collaborators and modes of one apply.
+type ApplyOptions struct {
+	// ValidateOnly runs every check inside the transaction and rolls back.
+	ValidateOnly bool
+	// Admit runs the rate and capacity checks (rows 6 and 7) once the plan
+	// and the permissions are known; it returns the release of what it took.
+	Admit func(ctx context.Context) (release func(), err error)
+	// IdempotencyFingerprint is the fingerprint of the Idempotency-Key
+	// request, kept by the plan that it applies (§9: PostgreSQL is the
+	// source of truth for a replay).
+	IdempotencyFingerprint string
+}
+
+// ApplyResult is the outcome of a successful apply.
+type ApplyResult struct {
+	Plan *Plan
+	// Replayed: the plan was applied before by the same Idempotency-Key
+	// request, and nothing ran now.
+	Replayed bool
+}
+
+// ApplyPermissions are the permissions an apply of p needs: config:write,
+// the plan's read permissions and the write permission of every type with a
+// change other than no_op.
+func ApplyPermissions(p *Plan) []string {
+	perms := readPerms(p.Types, PermConfigWrite)
+	for _, c := range p.Changes {
+		if c.Action != ActionNoOp {
+			info, _ := LookupKind(c.Kind)
+			perms = append(perms, info.WritePerm)
+		}
+	}
+	return sortedUnique(perms)
+}
+
+// errRollback ends a validate-only transaction after every check passed.
+var errRollback = errors.New("validate only: roll back")
+
+// Apply applies a stored plan to the actor's environment (§6), answering
+// the first error of the contract's table that applies.
+func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
+	p, err := s.loadPlan(ctx, s.db, a.EnvironmentID, planID)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	if err := a.Require(ApplyPermissions(p)...); err != nil {
+		return ApplyResult{}, err
+	}
+	if opt.Admit != nil {
+		release, err := opt.Admit(ctx)
+		if err != nil {
+			return ApplyResult{}, err
+		}
+		defer release()
+	}
+	if p.Status == StatusApplied && opt.IdempotencyFingerprint != "" && p.row.IdempotencyFingerprint != nil &&
+		*p.row.IdempotencyFingerprint == opt.IdempotencyFingerprint {
+		return ApplyResult{Plan: p, Replayed: true}, nil
+	}
+	if err := s.checkApplicable(ctx, a, p, opt.ValidateOnly); err != nil {
+		return ApplyResult{}, err
+	}
+	confirmed, problems := req.validate(p)
+	if len(problems) > 0 {
+		return ApplyResult{}, s.reject(ctx, a, p, opt, Problems("validation_failed", problems))
+	}
+	if err := s.checkConfirmations(ctx, a, p, confirmed); err != nil {
+		var de *Error
+		if errors.As(err, &de) {
+			return ApplyResult{}, s.reject(ctx, a, p, opt, de)
+		}
+		return ApplyResult{}, err
+	}
+	for _, c := range p.Changes {
+		if c.RequiresSecret && !c.WritesMaterial {
+			return ApplyResult{}, s.reject(ctx, a, p, opt, &Error{Code: "not_implemented",
+				Detail: fmt.Sprintf("%s needs a social connection's client secret, which cannot be written yet; nothing was written", resourceRef(c.Kind, c.Key))})
+		}
+	}
+	if opt.ValidateOnly {
+		err := s.inTx(ctx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+			if _, err := s.applyTx(ctx, tx, a, p, req, opt, ""); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			return ApplyResult{}, err
+		}
+		return ApplyResult{Plan: p}, nil
+	}
+
+	token := randomBase32(26)
+	if err := s.claim(ctx, a, p, token); err != nil {
+		return ApplyResult{}, err
+	}
+	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
+	defer cancel()
+	var out *applied
+	err = s.inTx(applyCtx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+		var err error
+		out, err = s.applyTx(applyCtx, tx, a, p, req, opt, token)
+		return err
+	})
+	if err != nil {
+		var de *Error
+		if errors.As(err, &de) {
+			return ApplyResult{}, s.release(ctx, a, p, token, de)
+		}
+		s.log.ErrorContext(ctx, "apply failed", "plan_id", p.ID, "error", err)
+		_ = s.release(ctx, a, p, token, nil)
+		if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			return ApplyResult{}, &Error{Code: "service_unavailable", Detail: "the directory is temporarily unavailable; nothing was written",
+				Extra: map[string]any{"retry_after": 1}}
+		}
+		return ApplyResult{}, err
+	}
+	if out.material {
+		if err := s.writeMaterial(ctx, a, p, req, token, out); err != nil {
+			return ApplyResult{}, err
+		}
+	}
+	res, err := s.loadPlan(ctx, s.db, a.EnvironmentID, p.ID)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	return ApplyResult{Plan: res}, nil
+}
+
+// checkApplicable answers rows 8 and 9 from the plan's effective status.
+func (s *Service) checkApplicable(ctx context.Context, a Actor, p *Plan, validateOnly bool) error {
+	switch p.Status {
+	case StatusPlanned:
+		return nil
+	case StatusExpired:
+		if !validateOnly && p.row.Status != StatusExpired {
+			s.markExpired(ctx, a, p)
+		}
+		return &Error{Code: "config_plan_expired", Detail: "the plan's validity is over; create a new plan"}
+	default:
+		return &Error{Code: "config_plan_not_applicable", Detail: "the plan is " + p.Status + " and cannot be applied",
+			Extra: map[string]any{"plan_status": p.Status}}
+	}
+}
+
+func (s *Service) markExpired(ctx context.Context, a Actor, p *Plan) {
+	ctx = context.WithoutCancel(ctx)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND status IN ('planned','applying') AND expires_at <= ?",
+			p.EnvironmentID, p.ID, s.now()).Updates(map[string]any{"status": StatusExpired, "lease_token": "", "lease_until": nil})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return s.addEvent(tx, a, p.ID, "plan_expired", nil)
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "marking a plan expired failed", "plan_id", p.ID, "error", err)
+	}
+}
+
+// checkConfirmations answers row 11 from the state at apply time.
+func (s *Service) checkConfirmations(ctx context.Context, a Actor, p *Plan, confirmed map[string]bool) error {
+	var apps []string
+	for _, c := range p.Changes {
+		if c.Action == ActionDelete && c.Kind == KindApplication {
+			apps = append(apps, c.Key)
+		}
+	}
+	recent, err := recentTokens(ctx, s.db, a.EnvironmentID, apps, s.now().Add(-tokenWindow))
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, c := range p.Changes {
+		ref := resourceRef(c.Kind, c.Key)
+		if c.Action == ActionDelete && (c.Kind == KindConnection || (c.Kind == KindApplication && recent[c.Key])) && !confirmed[ref] {
+			missing = append(missing, ref)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &Error{Code: "deletion_not_confirmed", Detail: fmt.Sprintf("%d protected deletion(s) must be confirmed in confirm_deletions", len(missing)),
+		Extra: map[string]any{"unconfirmed_deletions": missing}}
+}
+
+// reject records a rejection of a plan that was not claimed.
+func (s *Service) reject(ctx context.Context, a Actor, p *Plan, opt ApplyOptions, e *Error) error {
+	if opt.ValidateOnly {
+		return e
+	}
+	err := s.db.WithContext(context.WithoutCancel(ctx)).Transaction(func(tx *gorm.DB) error {
+		return s.addEvent(tx, a, p.ID, "apply_rejected", map[string]any{"code": e.Code})
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "recording a rejection failed", "plan_id", p.ID, "error", err)
+	}
+	return e
+}
+
+// claim moves the plan planned → applying with a conditional update, so
+// that of any number of concurrent applies, on any replica, one wins. An
+// applying plan whose lease has passed can be claimed again.
+func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token string) error {
+	now := s.now()
+	var claimed bool
+	err := s.inTx(ctx, sql.LevelReadCommitted, func(tx *gorm.DB) error {
+		res := tx.Model(&planRow{}).
+			Where("environment_id = ? AND id = ? AND expires_at > ? AND (status = 'planned' OR (status = 'applying' AND lease_until <= ?))",
+				p.EnvironmentID, p.ID, now, now).
+			Updates(map[string]any{"status": StatusApplying, "lease_token": token, "lease_until": now.Add(s.cfg.ApplyLease)})
+		if res.Error != nil {
+			return res.Error
+		}
+		if claimed = res.RowsAffected == 1; !claimed {
+			return nil
+		}
+		return s.addEvent(tx, a, p.ID, "apply_started", nil)
+	})
+	if err != nil {
+		return err
+	}
+	if claimed {
+		return nil
+	}
+	cur, err := s.loadPlan(ctx, s.db, p.EnvironmentID, p.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.checkApplicable(ctx, a, cur, false); err != nil {
+		return err
+	}
+	return &Error{Code: "config_plan_not_applicable", Detail: "the plan is being applied", Extra: map[string]any{"plan_status": StatusApplying}}
+}
+
+// release ends a claim that did not apply: the plan returns to planned, or
+// becomes conflicted on a config_conflict, and the rejection is recorded.
+// It runs even when the request's context is gone.
+func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e *Error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	status, event := StatusPlanned, "apply_rejected"
+	data := map[string]any{}
+	if e != nil {
+		data["code"] = e.Code
+		if e.Code == "config_conflict" {
+			status, event = StatusConflicted, "apply_conflicted"
+			data["errors"] = e.Errors
+		}
+	} else {
+		data["code"] = "internal_error"
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
+			Updates(map[string]any{"status": status, "lease_token": "", "lease_until": nil, "revision_id": nil})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return s.addEvent(tx, a, p.ID, event, data)
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "releasing a plan failed; its lease will", "plan_id", p.ID, "error", err)
+	}
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// applied is what the apply transaction wrote.
+type applied struct {
+	material   bool
+	connIDs    map[string]string // connection key → id, for the material writes
+	revisionID *string
+}
+
+// applyTx re-reads the target inside the transaction, runs checks 13 to 18
+// and, unless validating only (token ""), writes every change, the revision,
+// the management log and the plan's state.
+func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions, token string) (*applied, error) {
+	// Lock the environment first: the applies of one environment never
+	// interleave. Under REPEATABLE READ a lock that waited for another
+	// apply's commit fails with a serialization error, and inTx runs the
+	// transaction again on a fresh snapshot.
+	var env Environment
+	if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", a.EnvironmentID).Take(&env).Error; err != nil {
+		return nil, err
+	}
+	kinds := slices.Clone(p.Types)
+	for _, c := range p.Changes {
+		if !slices.Contains(kinds, c.Kind) {
+			kinds = append(kinds, c.Kind)
+		}
+	}
+	cur, err := loadState(ctx, tx, a.EnvironmentID, relatedKinds(kinds))
+	if err != nil {
+		return nil, err
+	}
+	gens, err := loadGenerations(ctx, tx, a.EnvironmentID, append(slices.Clone(p.Types), p.ReferencingTypes...))
+	if err != nil {
+		return nil, err
+	}
+	post := &postState{cur: cur, specs: map[string]json.RawMessage{}}
+	for _, c := range p.Changes {
+		if c.Action != ActionNoOp {
+			post.specs[resourceRef(c.Kind, c.Key)] = c.Spec
+		}
+	}
+
+	// Row 13: the target changed after planning.
+	var conflicts []FieldError
+	for i, c := range p.Changes {
+		v := 0
+		if r := cur.get(c.Kind, c.Key); r != nil {
+			v = r.Version
+		}
+		if v != p.versions[resourceRef(c.Kind, c.Key)] {
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: "version_changed",
+				Detail: fmt.Sprintf("%s is at version %d, the plan was made at version %d", resourceRef(c.Kind, c.Key), v, p.versions[resourceRef(c.Kind, c.Key)])})
+		}
+	}
+	for i, k := range p.Types {
+		if gens[k] != p.fingerprints[k] {
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/types/%d", i), Code: "type_changed",
+				Detail: fmt.Sprintf("the %s resources changed after planning", k)})
+		}
+	}
+	for i, k := range p.ReferencingTypes {
+		if gens[k] != p.fingerprints[k] {
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/referencing_types/%d", i), Code: "type_changed",
+				Detail: fmt.Sprintf("the %s resources, which reference a planned type, changed after planning", k)})
+		}
+	}
+	for i, c := range p.Changes {
+		switch {
+		case c.Action == ActionCreate || c.Action == ActionUpdate:
+			for _, ref := range References(c.Kind, c.Key, c.Spec) {
+				if _, detail, ok := post.resolve(ref); !ok {
+					conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: "reference_broken", Detail: detail})
+				}
+			}
+		case c.Action == ActionDelete && c.Kind != KindConnection:
+			if refs := post.referrers(c.Kind, c.Key); len(refs) > 0 {
+				conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: "reference_broken",
+					Detail: fmt.Sprintf("%s is now referenced by %s", resourceRef(c.Kind, c.Key), refs[0])})
+			}
+		}
+	}
+	if len(conflicts) > 0 {
+		return nil, &Error{Code: "config_conflict", Detail: "the configuration changed after the plan was made; create a new plan", Errors: conflicts}
+	}
+
+	// Row 14: a unique value another resource holds.
+	var dups []FieldError
+	for i, c := range p.Changes {
+		if c.Action != ActionCreate && c.Action != ActionUpdate {
+			continue
+		}
+		for _, u := range UniqueValues(c.Kind, c.Spec) {
+			post.each(c.Kind, func(other string, spec json.RawMessage) {
+				if other == c.Key {
+					return
+				}
+				if slices.Contains(UniqueValues(c.Kind, spec), u) {
+					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: "duplicate",
+						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
+				}
+			})
+		}
+	}
+	if len(dups) > 0 {
+		return nil, &Error{Code: "conflict", Detail: "another resource already uses a unique value of this plan", Errors: dups}
+	}
+
+	// Row 15: a connection to delete is still referenced.
+	var inUse []FieldError
+	for i, c := range p.Changes {
+		if c.Action == ActionDelete && c.Kind == KindConnection {
+			for _, ref := range post.referrers(c.Kind, c.Key) {
+				inUse = append(inUse, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: "in_use",
+					Detail: fmt.Sprintf("connection %s is still used by %s", quoteShort(c.Key), ref)})
+			}
+		}
+	}
+	if len(inUse) > 0 {
+		return nil, &Error{Code: "connection_in_use", Detail: "a connection to delete is still referenced", Errors: inUse}
+	}
+
+	// Row 16: active enterprise connections need a successful test of the
+	// material they will have.
+	if untested, err := s.untestedConnections(ctx, tx, a.EnvironmentID, p, cur); err != nil {
+		return nil, err
+	} else if len(untested) > 0 {
+		return nil, &Error{Code: "connection_test_required", Detail: "an enterprise connection can be active only after a successful connection test of its material", Errors: untested}
+	}
+
+	// Row 17: the environment's policies, as they are now.
+	policies, err := loadPolicies(ctx, tx, a.EnvironmentID)
+	if err != nil {
+		return nil, err
+	}
+	var violations []FieldError
+	for i, c := range p.Changes {
+		if c.Action == ActionCreate || c.Action == ActionUpdate {
+			violations = append(violations, CheckPolicies(policies, c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
+		}
+	}
+	if len(violations) > 0 {
+		return nil, Problems("policy_conflict", violations)
+	}
+
+	// Row 18: the revision kept for the changes.
+	now := s.now()
+	var revRes []revisions.Resource
+	counts := revisions.Counts{}
+	for _, c := range p.Changes {
+		r := cur.get(c.Kind, c.Key)
+		rr := revisions.Resource{Kind: string(c.Kind), Key: c.Key, Action: c.Action}
+		if r != nil {
+			v := r.Version
+			rr.VersionBefore, rr.SpecBefore, rr.ResourceIDBefore = &v, json.RawMessage(r.Spec), r.ResourceID
+		}
+		switch c.Action {
+		case ActionCreate:
+			counts.Created++
+		case ActionUpdate:
+			counts.Updated++
+		case ActionDelete:
+			counts.Deleted++
+		default:
+			counts.Unchanged++
+			continue
+		}
+		revRes = append(revRes, rr)
+	}
+	revBytes, err := revisions.Encode(revRes)
+	if err != nil {
+		return nil, err
+	}
+	if len(revBytes) > MaxPlanBytes {
+		return nil, &Error{Code: "config_document_too_large",
+			Detail: fmt.Sprintf("the revision of these changes would take %d bytes, over the limit of %d; plan fewer types", len(revBytes), MaxPlanBytes)}
+	}
+
+	out := &applied{connIDs: map[string]string{}}
+	for _, c := range p.Changes {
+		if c.WritesMaterial {
+			out.material = true
+		}
+	}
+	// Row 19: OIDC material needs the federation service.
+	if out.material && s.hooks.Federation == nil {
+		return nil, &Error{Code: "service_unavailable", Detail: "no federation service is configured for OIDC material; nothing was written",
+			Extra: map[string]any{"retry_after": 60}}
+	}
+	if s.hooks.BeforeApplyWrite != nil {
+		if err := s.hooks.BeforeApplyWrite(tx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.write(ctx, tx, a, p, cur, now, out); err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return out, nil
+	}
+
+	// The revision and the management log, in the same transaction.
+	if len(revRes) > 0 {
+		id := NewID(PrefixRevision)
+		out.revisionID = &id
+		if err := revisions.Record(tx, revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID,
+			Types: kindStrings(p.Types), Counts: counts, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RevisionMaxAge)}, revBytes); err != nil {
+			return nil, err
+		}
+		n, err := revisions.Prune(tx, a.EnvironmentID, s.cfg.RevisionLimit, now)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 && s.hooks.OnRevisionsPruned != nil {
+			s.hooks.OnRevisionsPruned(n)
+		}
+	}
+	logs := []logRow{{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: "config.applied", CreatedAt: now,
+		APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: out.revisionID, Data: mustJSON(counts)}}
+	for _, c := range p.Changes {
+		if c.Action == ActionNoOp {
+			continue
+		}
+		v := 1
+		if r := cur.get(c.Kind, c.Key); r != nil {
+			v = r.Version
+			if c.Action == ActionUpdate {
+				v++
+			}
+		}
+		typ := map[string]string{ActionCreate: "created", ActionUpdate: "updated", ActionDelete: "deleted"}[c.Action]
+		logs = append(logs, logRow{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: string(c.Kind) + "." + typ, CreatedAt: now,
+			APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: out.revisionID,
+			Data: mustJSON(map[string]any{"kind": c.Kind, "key": c.Key, "version": v})})
+	}
+	if err := tx.CreateInBatches(logs, 500).Error; err != nil {
+		return nil, err
+	}
+
+	updates := map[string]any{"revision_id": out.revisionID, "applied_by": a.APIKeyID,
+		"idempotency_fingerprint": nullable(opt.IdempotencyFingerprint)}
+	if !out.material {
+		updates["status"], updates["applied_at"], updates["lease_token"], updates["lease_until"] = StatusApplied, now, "", nil
+	}
+	res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND status = 'applying' AND lease_token = ?", p.EnvironmentID, p.ID, token).Updates(updates)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected != 1 {
+		return nil, &Error{Code: "config_plan_not_applicable", Detail: "the plan's apply lease was lost; nothing was written",
+			Extra: map[string]any{"plan_status": StatusApplying}}
+	}
+	if !out.material {
+		if err := s.addEvent(tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID, "counts": counts}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// write writes every change and bumps the generation of each written type
+// and of the environment.
+func (s *Service) write(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, cur state, now time.Time, out *applied) error {
+	var creates []Resource
+	written := map[Kind]bool{}
+	for _, c := range p.Changes {
+		r := cur.get(c.Kind, c.Key)
+		switch c.Action {
+		case ActionCreate:
+			id := ""
+			if c.Kind == KindConnection {
+				id = NewID(PrefixConnection)
+				out.connIDs[c.Key] = id
+			}
+			creates = append(creates, Resource{EnvironmentID: a.EnvironmentID, Kind: c.Kind, Key: c.Key, ResourceID: id,
+				Version: 1, Spec: JSON(c.Spec), CreatedAt: now, UpdatedAt: now})
+		case ActionUpdate:
+			res := tx.Model(&Resource{}).Where("environment_id = ? AND kind = ? AND key = ? AND version = ?", a.EnvironmentID, c.Kind, c.Key, r.Version).
+				Updates(map[string]any{"spec": JSON(c.Spec), "version": r.Version + 1, "updated_at": now})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				return fmt.Errorf("update %s: %w", resourceRef(c.Kind, c.Key), errRetry)
+			}
+			if c.Kind == KindConnection {
+				out.connIDs[c.Key] = r.ResourceID
+			}
+		case ActionDelete:
+			res := tx.Where("environment_id = ? AND kind = ? AND key = ? AND version = ?", a.EnvironmentID, c.Kind, c.Key, r.Version).Delete(&Resource{})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				return fmt.Errorf("delete %s: %w", resourceRef(c.Kind, c.Key), errRetry)
+			}
+		default:
+			continue
+		}
+		written[c.Kind] = true
+	}
+	if len(creates) > 0 {
+		if err := tx.CreateInBatches(creates, 500).Error; err != nil {
+			return err
+		}
+	}
+	if len(written) == 0 {
+		return nil
+	}
+	kinds := make([]Kind, 0, len(written))
+	for k := range written {
+		kinds = append(kinds, k)
+	}
+	if err := tx.Model(&TypeState{}).Where("environment_id = ? AND kind IN ?", a.EnvironmentID, kinds).
+		Update("generation", gorm.Expr("generation + 1")).Error; err != nil {
+		return err
+	}
+	return tx.Model(&Environment{}).Where("id = ?", a.EnvironmentID).Update("generation", gorm.Expr("generation + 1")).Error
+}
+
+// untestedConnections lists the changes that create an active enterprise
+// connection or activate one without a successful test of the material it
+// will have.
+func (s *Service) untestedConnections(ctx context.Context, tx *gorm.DB, envID string, p *Plan, cur state) ([]FieldError, error) {
+	var out []FieldError
+	for i, c := range p.Changes {
+		if c.Kind != KindConnection || (c.Action != ActionCreate && c.Action != ActionUpdate) {
+			continue
+		}
+		v := viewConnection(c.Spec)
+		if v.Type != "enterprise" || !v.Active {
+			continue
+		}
+		r := cur.get(c.Kind, c.Key)
+		if r != nil {
+			if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active && bytes.Equal(canonical(cv.OIDC), canonical(v.OIDC)) {
+				continue // already active with the same material
+			}
+		}
+		ok := false
+		if r != nil {
+			var t struct {
+				MaterialHash string
+				Status       string
+			}
+			err := tx.WithContext(ctx).Table("connection_tests").Select("material_hash, status").
+				Where("environment_id = ? AND connection_id = ?", envID, r.ResourceID).Take(&t).Error
+			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+				return nil, err
+			}
+			ok = t.Status == "succeeded" && t.MaterialHash == materialHash(v.OIDC)
+		}
+		if !ok {
+			out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec", i), Code: "test_required",
+				Detail: fmt.Sprintf("connection %s has no successful test of this material: apply it inactive, test it, then activate it", quoteShort(c.Key))})
+		}
+	}
+	return out, nil
+}
+
+func kindStrings(ks []Kind) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return out
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

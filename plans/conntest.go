@@ -1,0 +1,81 @@
+package plans
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/keenauth/configplans/federation"
+)
+
+// ConnectionTest is the result of a connection test.
+type ConnectionTest struct {
+	Connection string  `json:"connection"`
+	Status     string  `json:"status"`
+	Reason     *string `json:"reason"`
+	TestedAt   Time    `json:"tested_at"`
+}
+
+// TestConnection asks the federation service to test an enterprise
+// connection's current OIDC material and records the result against a hash
+// of that material, so that a later change of the material makes it stale.
+func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*ConnectionTest, error) {
+	if err := a.Require("connections:write"); err != nil {
+		return nil, err
+	}
+	notFound := &Error{Code: "not_found", Detail: "no such connection"}
+	if !resourceKey.MatchString(key) {
+		return nil, notFound
+	}
+	var r Resource
+	err := interpretError(s.db.WithContext(ctx).Where("environment_id = ? AND kind = ? AND key = ?", a.EnvironmentID, KindConnection, key).Take(&r).Error)
+	if isNotFound(err) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	v := viewConnection(json.RawMessage(canonical(r.Spec)))
+	if v.Type != "enterprise" || v.OIDC == nil {
+		return nil, &Error{Code: "connection_not_testable", Detail: "only an enterprise connection with OIDC material can be tested"}
+	}
+	hash := materialHash(v.OIDC)
+	material, err := confirmedMaterial(ctx, s.db, a.EnvironmentID)
+	if err != nil {
+		return nil, err
+	}
+	if material[r.ResourceID] != hash {
+		return nil, &Error{Code: "connection_not_testable", Detail: "the federation service has not confirmed this connection's OIDC material yet"}
+	}
+	if s.hooks.Federation == nil {
+		return nil, &Error{Code: "service_unavailable", Detail: "no federation service is configured", Extra: map[string]any{"retry_after": 60}}
+	}
+	ok, reason, err := s.hooks.Federation.TestOIDC(ctx, a.EnvironmentID, r.ResourceID)
+	switch {
+	case errors.Is(err, federation.ErrNotFound):
+		return nil, &Error{Code: "connection_not_testable", Detail: "the federation service holds no OIDC material for this connection"}
+	case err != nil:
+		s.log.WarnContext(ctx, "connection test failed", "connection_id", r.ResourceID, "error", err)
+		return nil, &Error{Code: "service_unavailable", Detail: "the federation service is temporarily unavailable", Extra: map[string]any{"retry_after": 5}}
+	}
+	res := &ConnectionTest{Connection: key, Status: "succeeded", TestedAt: Time(s.now())}
+	if !ok {
+		res.Status = "failed"
+		res.Reason = reason
+		if res.Reason == nil {
+			r := "the identity provider did not accept the material"
+			res.Reason = &r
+		}
+	}
+	err = s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "environment_id"}, {Name: "connection_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"material_hash", "status", "reason", "tested_at"}),
+	}).Table("connection_tests").Create(map[string]any{"environment_id": a.EnvironmentID, "connection_id": r.ResourceID,
+		"material_hash": hash, "status": res.Status, "reason": res.Reason, "tested_at": s.now()}).Error
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return res, nil
+}

@@ -1,0 +1,67 @@
+package plans
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// Export is the current configuration of some types as a document.
+type Export struct {
+	Config   map[string]json.RawMessage `json:"config"`
+	Versions map[string]int             `json:"versions"`
+}
+
+// ParseTypes parses the types query parameter (kind names, comma
+// separated); empty means every type.
+func ParseTypes(param string, present bool) ([]Kind, error) {
+	if !present {
+		out := make([]Kind, len(Kinds))
+		for i, k := range Kinds {
+			out[i] = k.Kind
+		}
+		return out, nil
+	}
+	var out []Kind
+	for _, name := range strings.Split(param, ",") {
+		name = strings.TrimSpace(name)
+		if _, ok := LookupKind(Kind(name)); !ok {
+			return nil, &Error{Code: "malformed_request", Detail: "types lists resource types such as connection,api; unknown type " + quoteShort(name)}
+		}
+		if !slices.Contains(out, Kind(name)) {
+			out = append(out, Kind(name))
+		}
+	}
+	sortKinds(out)
+	return out, nil
+}
+
+// ExportConfig returns the configuration of kinds: a valid plan input.
+func (s *Service) ExportConfig(ctx context.Context, a Actor, kinds []Kind) (*Export, error) {
+	if err := a.Require(readPerms(kinds, PermConfigRead)...); err != nil {
+		return nil, err
+	}
+	st, err := loadState(ctx, s.db, a.EnvironmentID, kinds)
+	if err != nil {
+		return nil, err
+	}
+	ex := &Export{Config: map[string]json.RawMessage{}, Versions: map[string]int{}}
+	for _, k := range kinds {
+		info, _ := LookupKind(k)
+		if info.Singleton {
+			if r := st.get(k, SingletonKey); r != nil {
+				ex.Config[info.DocKey] = json.RawMessage(r.Spec)
+				ex.Versions[resourceRef(k, SingletonKey)] = r.Version
+			}
+			continue
+		}
+		m := map[string]json.RawMessage{}
+		for key, r := range st[k] {
+			m[key] = json.RawMessage(r.Spec)
+			ex.Versions[resourceRef(k, key)] = r.Version
+		}
+		ex.Config[info.DocKey] = mustJSON(m)
+	}
+	return ex, nil
+}

@@ -1,0 +1,48 @@
+package plans
+
+import (
+	"crypto/rand"
+	"regexp"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// ID prefixes of the contract.
+const (
+	PrefixEnvironment = "env_"
+	PrefixAPIKey      = "key_"
+	PrefixPlan        = "cfgp_"
+	PrefixRevision    = "cfgr_"
+	PrefixLog         = "log_"
+	PrefixConnection  = "con_"
+	PrefixEvent       = "evt_"
+	PrefixRequest     = "req_"
+)
+
+// NewID returns prefix followed by a lowercase ULID: 26 Crockford base32
+// characters, ordered by time (monotonic within a millisecond of this process).
+func NewID(prefix string) string {
+	return prefix + strings.ToLower(ulid.Make().String())
+}
+
+var idBody = regexp.MustCompile(`^[0-9a-hjkmnp-tv-z]{26}$`)
+
+// ValidID reports whether s is prefix followed by a well-formed ULID.
+func ValidID(prefix, s string) bool {
+	body, ok := strings.CutPrefix(s, prefix)
+	return ok && idBody.MatchString(body) && body[0] <= '7'
+}
+
+// randomBase32 returns n random lowercase Crockford base32 characters.
+func randomBase32(n int) string {
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	for i := range b {
+		b[i] = alphabet[b[i]&31]
+	}
+	return string(b)
+}

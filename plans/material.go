@@ -1,0 +1,97 @@
+package plans
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/keenauth/configplans/federation"
+)
+
+// Federation is the federation service that holds OIDC material (§8).
+type Federation = federation.Client
+
+// writeMaterial is the second phase of an apply with OIDC material: once the
+// connection records are committed, each change's material and client secret
+// go to the federation service. If every write is confirmed the plan becomes
+// applied; otherwise it returns to planned with a federation_failed event,
+// and the apply answers 422 with /changes/<i>/spec/oidc/… pointers or 503.
+// What the transaction wrote stays committed.
+func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, token string, out *applied) error {
+	var rejected []FieldError
+	var unavailable error
+	for i, c := range p.Changes {
+		if !c.WritesMaterial {
+			continue
+		}
+		v := viewConnection(c.Spec)
+		var m oidcMaterial
+		_ = json.Unmarshal(v.OIDC, &m)
+		conID := out.connIDs[c.Key]
+		material := federation.Material{Issuer: m.Issuer, ClientID: m.ClientID, Scopes: m.Scopes,
+			RedirectURI: "https://" + *req.SPHost + "/sso/" + conID + "/callback"}
+		err := s.hooks.Federation.PutOIDC(ctx, a.EnvironmentID, conID, material, req.secret(c.SecretRef))
+		var rej *federation.RejectedError
+		switch {
+		case err == nil:
+			err := s.db.WithContext(context.WithoutCancel(ctx)).Clauses(clause.OnConflict{
+				Columns:   []clause.Column{{Name: "environment_id"}, {Name: "connection_id"}},
+				DoUpdates: clause.AssignmentColumns([]string{"material_hash", "confirmed_at"}),
+			}).Table("connection_materials").Create(map[string]any{"environment_id": a.EnvironmentID, "connection_id": conID,
+				"material_hash": materialHash(v.OIDC), "confirmed_at": s.now()}).Error
+			if err != nil {
+				unavailable = interpretError(err)
+			}
+		case errors.As(err, &rej):
+			for _, fe := range rej.Errors {
+				ptr := fmt.Sprintf("/changes/%d/spec/oidc", i) + fe.Pointer
+				if fe.Pointer == "/redirect_uri" {
+					ptr = "/sp_host"
+				}
+				rejected = append(rejected, FieldError{Pointer: ptr, Code: fe.Code, Detail: "the federation service refused the OIDC material"})
+			}
+			if len(rej.Errors) == 0 {
+				rejected = append(rejected, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: "rejected", Detail: "the federation service refused the OIDC material"})
+			}
+		default:
+			s.log.WarnContext(ctx, "federation write failed", "plan_id", p.ID, "connection_id", conID, "error", err)
+			unavailable = err
+		}
+	}
+	ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if len(rejected) == 0 && unavailable == nil {
+		return s.db.WithContext(ctx2).Transaction(func(tx *gorm.DB) error {
+			res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
+				Updates(map[string]any{"status": StatusApplied, "applied_at": s.now(), "lease_token": "", "lease_until": nil})
+			if res.Error != nil {
+				return res.Error
+			}
+			return s.addEvent(tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID})
+		})
+	}
+	var answer *Error
+	if len(rejected) > 0 {
+		answer = Problems("validation_failed", rejected)
+	} else {
+		answer = &Error{Code: "service_unavailable", Detail: "the federation service is temporarily unavailable; only the connection records were written",
+			Extra: map[string]any{"retry_after": 5}}
+	}
+	err := s.db.WithContext(ctx2).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
+			Updates(map[string]any{"status": StatusPlanned, "lease_token": "", "lease_until": nil, "revision_id": nil})
+		if res.Error != nil {
+			return res.Error
+		}
+		return s.addEvent(tx, a, p.ID, "federation_failed", map[string]any{"code": answer.Code, "errors": answer.Errors})
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "recording a federation failure failed; the plan's lease will return it to planned", "plan_id", p.ID, "error", err)
+	}
+	return answer
+}

@@ -1,0 +1,178 @@
+package plans
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// Environment is a tenant environment.
+type Environment struct {
+	ID         string `gorm:"primaryKey"`
+	Name       string
+	Generation int64
+	CreatedAt  time.Time
+}
+
+// APIKey is an API key of one environment; only a hash of its secret is kept.
+type APIKey struct {
+	EnvironmentID string `gorm:"primaryKey"`
+	ID            string `gorm:"primaryKey"`
+	SecretHash    []byte
+	Permissions   JSON
+	CreatedAt     time.Time
+	RevokedAt     *time.Time
+}
+
+// Resource is one stored resource of a configuration.
+type Resource struct {
+	EnvironmentID string `gorm:"primaryKey"`
+	Kind          Kind   `gorm:"primaryKey"`
+	Key           string `gorm:"primaryKey"`
+	ResourceID    string
+	Version       int
+	Spec          JSON
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// TypeState holds the generation of one kind of an environment: the
+// fingerprint of that type's whole content.
+type TypeState struct {
+	EnvironmentID string `gorm:"primaryKey"`
+	Kind          Kind   `gorm:"primaryKey"`
+	Generation    int64
+}
+
+// planRow is the stored form of a plan.
+type planRow struct {
+	EnvironmentID          string `gorm:"primaryKey"`
+	ID                     string `gorm:"primaryKey"`
+	Status                 string
+	Prune                  bool
+	Types                  JSON
+	ReferencingTypes       JSON
+	Changes                JSON
+	Warnings               JSON
+	RequiredSecrets        JSON
+	RequiresSPHost         bool `gorm:"column:requires_sp_host"`
+	Summary                JSON
+	Versions               JSON
+	Fingerprints           JSON
+	CreatedAt              time.Time
+	ExpiresAt              time.Time
+	AppliedAt              *time.Time
+	RevisionID             *string
+	CreatedBy              string
+	LeaseToken             string
+	LeaseUntil             *time.Time
+	AppliedBy              *string
+	IdempotencyFingerprint *string
+}
+
+func (planRow) TableName() string { return "config_plans" }
+
+type planEventRow struct {
+	EnvironmentID string `gorm:"primaryKey"`
+	PlanID        string `gorm:"primaryKey"`
+	ID            string `gorm:"primaryKey"`
+	Type          string
+	CreatedAt     time.Time
+	APIKeyID      string `gorm:"column:api_key_id"`
+	RequestID     string
+	Data          JSON
+}
+
+func (planEventRow) TableName() string { return "plan_events" }
+
+type logRow struct {
+	EnvironmentID string `gorm:"primaryKey"`
+	ID            string `gorm:"primaryKey"`
+	Type          string
+	CreatedAt     time.Time
+	APIKeyID      string `gorm:"column:api_key_id"`
+	RequestID     string
+	PlanID        *string
+	RevisionID    *string
+	Data          JSON
+}
+
+func (logRow) TableName() string { return "management_logs" }
+
+type tokenActivityRow struct {
+	EnvironmentID  string `gorm:"primaryKey"`
+	ApplicationKey string `gorm:"primaryKey"`
+	LastIssuedAt   time.Time
+}
+
+func (tokenActivityRow) TableName() string { return "token_activity" }
+
+type policyRow struct {
+	EnvironmentID string `gorm:"primaryKey"`
+	Policies      JSON
+	UpdatedAt     time.Time
+}
+
+func (policyRow) TableName() string { return "environment_policies" }
+
+// JSON is a JSON value stored in a jsonb column. PostgreSQL gives jsonb back
+// with its own key order and spacing, so readers canonicalise before
+// comparing bytes.
+type JSON []byte
+
+// Value implements driver.Valuer.
+func (j JSON) Value() (any, error) {
+	if j == nil {
+		return "null", nil
+	}
+	return string(j), nil
+}
+
+// Scan implements sql.Scanner.
+func (j *JSON) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*j = nil
+	case []byte:
+		*j = append(JSON(nil), v...)
+	case string:
+		*j = JSON(v)
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		*j = b
+	}
+	return nil
+}
+
+// GormDataType tells GORM the column type.
+func (JSON) GormDataType() string { return "jsonb" }
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// canonical re-encodes a JSON value with sorted object keys and no spacing,
+// so equal values compare equal byte for byte.
+func canonical(raw []byte) json.RawMessage {
+	if raw == nil {
+		return nil
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return json.RawMessage(raw)
+	}
+	if v == nil {
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	return b
+}

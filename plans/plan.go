@@ -1,0 +1,353 @@
+package plans
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Plan statuses.
+const (
+	StatusPlanned    = "planned"
+	StatusApplying   = "applying"
+	StatusApplied    = "applied"
+	StatusConflicted = "conflicted"
+	StatusExpired    = "expired"
+)
+
+// Change actions.
+const (
+	ActionCreate = "create"
+	ActionUpdate = "update"
+	ActionDelete = "delete"
+	ActionNoOp   = "no_op"
+)
+
+// Change is one planned change of a resource.
+type Change struct {
+	Kind           Kind            `json:"kind"`
+	Key            string          `json:"key"`
+	Action         string          `json:"action"`
+	BaseVersion    *int            `json:"base_version"`
+	Spec           json.RawMessage `json:"spec"`
+	Diff           []DiffOp        `json:"diff"`
+	RequiresSecret bool            `json:"requires_secret"`
+	SecretRef      string          `json:"secret_ref,omitempty"`
+	// ResourceID is the connection id (con_…): JSON null for a connection
+	// not created yet, absent for the other kinds.
+	ResourceID json.RawMessage `json:"resource_id,omitempty"`
+	// WritesMaterial marks an enterprise connection whose OIDC material the
+	// apply writes to the federation service.
+	WritesMaterial bool `json:"-"`
+}
+
+// changeRecord is how a change is stored: the public fields plus internal ones.
+type changeRecord struct {
+	Change
+	WritesMaterial bool `json:"writes_material,omitempty"`
+}
+
+// Warning is a warning of a plan.
+type Warning struct {
+	Code    string `json:"code"`
+	Target  string `json:"target"`
+	Pointer string `json:"pointer"`
+	Detail  string `json:"detail"`
+}
+
+// Summary counts the changes of a plan by action.
+type Summary struct {
+	Create int `json:"create"`
+	Update int `json:"update"`
+	Delete int `json:"delete"`
+	NoOp   int `json:"no_op"`
+}
+
+// Plan is a config plan as the API shows it.
+type Plan struct {
+	ID               string    `json:"id"`
+	Object           string    `json:"object"`
+	EnvironmentID    string    `json:"environment_id"`
+	Status           string    `json:"status"`
+	Prune            bool      `json:"prune"`
+	Types            []Kind    `json:"types"`
+	ReferencingTypes []Kind    `json:"referencing_types"`
+	Changes          []Change  `json:"changes"`
+	Warnings         []Warning `json:"warnings"`
+	RequiredSecrets  []string  `json:"required_secrets"`
+	RequiresSPHost   bool      `json:"requires_sp_host"`
+	Summary          Summary   `json:"summary"`
+	CreatedAt        Time      `json:"created_at"`
+	ExpiresAt        Time      `json:"expires_at"`
+	AppliedAt        *Time     `json:"applied_at"`
+	RevisionID       *string   `json:"revision_id"`
+	CreatedBy        string    `json:"created_by"`
+
+	versions     map[string]int
+	fingerprints map[Kind]int64
+	row          *planRow
+}
+
+// Time marshals as RFC 3339 UTC with milliseconds.
+type Time time.Time
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var tt time.Time
+	if err := json.Unmarshal(b, &tt); err != nil {
+		return err
+	}
+	*t = Time(tt)
+	return nil
+}
+
+func timePtr(t *time.Time) *Time {
+	if t == nil {
+		return nil
+	}
+	v := Time(*t)
+	return &v
+}
+
+func resourceRef(kind Kind, key string) string { return string(kind) + "/" + key }
+
+// planFromRow decodes a stored plan. The status shown is the effective one:
+// an applying plan whose lease has passed is planned again, a planned plan
+// past its validity is expired.
+func (s *Service) planFromRow(r *planRow) (*Plan, error) {
+	p := &Plan{ID: r.ID, Object: "config_plan", EnvironmentID: r.EnvironmentID, Status: effectiveStatus(r, s.now()),
+		Prune: r.Prune, RequiresSPHost: r.RequiresSPHost, CreatedAt: Time(r.CreatedAt), ExpiresAt: Time(r.ExpiresAt),
+		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy, row: r}
+	var recs []changeRecord
+	for _, f := range []struct {
+		src []byte
+		dst any
+	}{{r.Types, &p.Types}, {r.ReferencingTypes, &p.ReferencingTypes}, {r.Changes, &recs}, {r.Warnings, &p.Warnings},
+		{r.RequiredSecrets, &p.RequiredSecrets}, {r.Summary, &p.Summary}, {r.Versions, &p.versions}, {r.Fingerprints, &p.fingerprints}} {
+		if err := json.Unmarshal(f.src, f.dst); err != nil {
+			return nil, fmt.Errorf("plan %s: decode: %w", r.ID, err)
+		}
+	}
+	p.Changes = make([]Change, len(recs))
+	for i, rc := range recs {
+		c := rc.Change
+		c.WritesMaterial = rc.WritesMaterial
+		if c.Spec != nil {
+			c.Spec = canonical(c.Spec)
+		}
+		if c.Diff == nil {
+			c.Diff = []DiffOp{}
+		}
+		p.Changes[i] = c
+	}
+	return p, nil
+}
+
+func effectiveStatus(r *planRow, now time.Time) string {
+	switch r.Status {
+	case StatusApplying:
+		if r.LeaseUntil != nil && !now.Before(*r.LeaseUntil) {
+			if !now.Before(r.ExpiresAt) {
+				return StatusExpired
+			}
+			return StatusPlanned
+		}
+	case StatusPlanned:
+		if !now.Before(r.ExpiresAt) {
+			return StatusExpired
+		}
+	}
+	return r.Status
+}
+
+func changeRecords(cs []Change) []changeRecord {
+	out := make([]changeRecord, len(cs))
+	for i, c := range cs {
+		out[i] = changeRecord{Change: c, WritesMaterial: c.WritesMaterial}
+	}
+	return out
+}
+
+// GetPlan returns a plan of the actor's environment. It needs config:read
+// and the read permission of every planned type.
+func (s *Service) GetPlan(ctx context.Context, a Actor, id string) (*Plan, error) {
+	p, err := s.loadPlan(ctx, s.db, a.EnvironmentID, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Require(readPerms(p.Types, PermConfigRead)...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (s *Service) loadPlan(ctx context.Context, db *gorm.DB, envID, id string) (*Plan, error) {
+	if !ValidID(PrefixPlan, id) {
+		return nil, &Error{Code: "not_found", Detail: "no such config plan"}
+	}
+	var r planRow
+	err := interpretError(db.WithContext(ctx).Where("environment_id = ? AND id = ?", envID, id).Take(&r).Error)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, &Error{Code: "not_found", Detail: "no such config plan"}
+		}
+		return nil, err
+	}
+	return s.planFromRow(&r)
+}
+
+func readPerms(kinds []Kind, extra ...string) []string {
+	out := append([]string(nil), extra...)
+	for _, k := range kinds {
+		if info, ok := LookupKind(k); ok {
+			out = append(out, info.ReadPerm)
+		}
+	}
+	return sortedUnique(out)
+}
+
+// Page is one page of a cursor-paginated list.
+type Page[T any] struct {
+	Data       []T     `json:"data"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ListParams are the pagination parameters of a list.
+type ListParams struct {
+	Limit  int
+	Cursor string
+}
+
+// page trims rows fetched with limit+1 to a page, newest first.
+func page[T any](rows []T, limit int, id func(T) string) Page[T] {
+	p := Page[T]{Data: rows}
+	if p.Data == nil {
+		p.Data = []T{}
+	}
+	if len(rows) > limit {
+		p.Data = rows[:limit]
+		p.HasMore = true
+		c := id(rows[limit-1])
+		p.NextCursor = &c
+	}
+	return p
+}
+
+// ListPlans lists the plans of the actor's environment, newest first,
+// optionally only those of one status. It needs config:read; the plans
+// listed are those whose types the key may read.
+func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp ListParams) (Page[*Plan], error) {
+	if err := a.Require(PermConfigRead); err != nil {
+		return Page[*Plan]{}, err
+	}
+	switch status {
+	case "", StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired:
+	default:
+		return Page[*Plan]{}, &Error{Code: "malformed_request", Detail: "status must be one of planned, applying, applied, conflicted, expired",
+			Errors: []FieldError{{Pointer: "", Code: "invalid", Detail: "unknown status " + quoteShort(status)}}}
+	}
+	now := s.now()
+	var out []*Plan
+	cursor := lp.Cursor
+	// Statuses are partly computed (lease and validity), so filter after
+	// decoding and keep reading until the page is full.
+	for len(out) <= lp.Limit {
+		q := s.db.WithContext(ctx).Where("environment_id = ?", a.EnvironmentID)
+		if cursor != "" {
+			q = q.Where("id < ?", cursor)
+		}
+		switch status {
+		case StatusPlanned:
+			q = q.Where("status IN ('planned','applying') AND expires_at > ?", now)
+		case StatusExpired:
+			q = q.Where("status IN ('planned','applying','expired')")
+		case StatusApplying:
+			q = q.Where("status = 'applying'")
+		case StatusApplied, StatusConflicted:
+			q = q.Where("status = ?", status)
+		}
+		var rows []planRow
+		batch := lp.Limit + 1
+		if err := interpretError(q.Order("id DESC").Limit(batch).Find(&rows).Error); err != nil {
+			return Page[*Plan]{}, err
+		}
+		for i := range rows {
+			p, err := s.planFromRow(&rows[i])
+			if err != nil {
+				return Page[*Plan]{}, err
+			}
+			if (status == "" || p.Status == status) && a.Can(readPerms(p.Types)) {
+				out = append(out, p)
+			}
+		}
+		if len(rows) < batch {
+			break
+		}
+		cursor = rows[len(rows)-1].ID
+	}
+	return page(out, lp.Limit, func(p *Plan) string { return p.ID }), nil
+}
+
+// Event is an entry of a plan's history.
+type Event struct {
+	ID        string         `json:"id"`
+	Type      string         `json:"type"`
+	CreatedAt Time           `json:"created_at"`
+	Actor     EventActor     `json:"actor"`
+	RequestID string         `json:"request_id"`
+	Data      map[string]any `json:"data"`
+}
+
+// EventActor identifies who caused an event.
+type EventActor struct {
+	APIKeyID string `json:"api_key_id"`
+}
+
+func (s *Service) addEvent(tx *gorm.DB, a Actor, planID, typ string, data map[string]any) error {
+	if data == nil {
+		data = map[string]any{}
+	}
+	return tx.Create(&planEventRow{EnvironmentID: a.EnvironmentID, PlanID: planID, ID: NewID(PrefixEvent), Type: typ,
+		CreatedAt: s.now(), APIKeyID: a.APIKeyID, RequestID: a.RequestID, Data: mustJSON(data)}).Error
+}
+
+// ListEvents lists a plan's events, oldest first.
+func (s *Service) ListEvents(ctx context.Context, a Actor, planID string, lp ListParams) (Page[Event], error) {
+	p, err := s.GetPlan(ctx, a, planID)
+	if err != nil {
+		return Page[Event]{}, err
+	}
+	q := s.db.WithContext(ctx).Where("environment_id = ? AND plan_id = ?", a.EnvironmentID, p.ID)
+	if lp.Cursor != "" {
+		q = q.Where("id > ?", lp.Cursor)
+	}
+	var rows []planEventRow
+	if err := interpretError(q.Order("id ASC").Limit(lp.Limit + 1).Find(&rows).Error); err != nil {
+		return Page[Event]{}, err
+	}
+	evs := make([]Event, len(rows))
+	for i, r := range rows {
+		evs[i] = Event{ID: r.ID, Type: r.Type, CreatedAt: Time(r.CreatedAt), Actor: EventActor{r.APIKeyID}, RequestID: r.RequestID}
+		_ = json.Unmarshal(r.Data, &evs[i].Data)
+	}
+	return page(evs, lp.Limit, func(e Event) string { return e.ID }), nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+func quoteShort(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,107 @@
+package plans
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+
+	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/revisions"
+)
+
+// RestoreRevision creates a planned plan whose changes bring every resource
+// of a revision back to its recorded state: a resource the apply created is
+// deleted, the others get their former spec back. It needs the permissions
+// of plan creation over the revision's types.
+func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID string, admit func(context.Context) (func(), error)) (*Plan, error) {
+	rev, err := s.GetRevision(ctx, a, revisionID, PermConfigWrite)
+	if err != nil {
+		return nil, err
+	}
+	if admit != nil {
+		release, err := admit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	doc := &Document{Entries: map[Kind][]Entry{}}
+	for _, t := range rev.Types {
+		doc.Types = append(doc.Types, Kind(t))
+	}
+	for _, r := range rev.Resources {
+		k := Kind(r.Kind)
+		if !slices.Contains(doc.Types, k) {
+			doc.Types = append(doc.Types, k)
+		}
+		e := Entry{Kind: k, Key: r.Key}
+		if r.Action != ActionCreate {
+			e.Spec = canonical(r.SpecBefore)
+		}
+		doc.Entries[k] = append(doc.Entries[k], e)
+	}
+	sortKinds(doc.Types)
+	var plan *Plan
+	err = s.inTx(ctx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+		p, err := s.computePlan(ctx, tx, a, doc, false, nil)
+		if err != nil {
+			return err
+		}
+		if err := s.insertPlan(tx, a, p); err != nil {
+			return err
+		}
+		plan = p
+		return nil
+	})
+	return plan, err
+}
+
+// GetRevision returns a revision; it needs config:read, the read permission
+// of every type it holds, and extra.
+func (s *Service) GetRevision(ctx context.Context, a Actor, id string, extra ...string) (*revisions.Revision, error) {
+	if !ValidID(PrefixRevision, id) {
+		return nil, &Error{Code: "not_found", Detail: "no such config revision"}
+	}
+	rev, err := revisions.Get(ctx, s.db, a.EnvironmentID, id, s.cfg.RevisionLimit, s.now())
+	if errors.Is(err, revisions.ErrNotFound) {
+		return nil, &Error{Code: "not_found", Detail: "no such config revision"}
+	}
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	kinds := make([]Kind, 0, len(rev.Types))
+	for _, t := range rev.Types {
+		kinds = append(kinds, Kind(t))
+	}
+	for _, r := range rev.Resources {
+		kinds = append(kinds, Kind(r.Kind))
+	}
+	if err := a.Require(readPerms(kinds, append(extra, PermConfigRead)...)...); err != nil {
+		return nil, err
+	}
+	return rev, nil
+}
+
+// ListRevisions lists the revisions of the actor's environment, newest first.
+func (s *Service) ListRevisions(ctx context.Context, a Actor, lp ListParams) (Page[*revisions.Revision], error) {
+	if err := a.Require(PermConfigRead); err != nil {
+		return Page[*revisions.Revision]{}, err
+	}
+	revs, err := revisions.List(ctx, s.db, a.EnvironmentID, lp.Cursor, lp.Limit, s.cfg.RevisionLimit, s.now())
+	if err != nil {
+		return Page[*revisions.Revision]{}, interpretError(err)
+	}
+	return page(revs, lp.Limit, func(r *revisions.Revision) string { return r.ID }), nil
+}
+
+// PruneRevisions deletes, in every environment, the revisions past the
+// limit or the maximum age: the sweep for environments that see no apply.
+func (s *Service) PruneRevisions(ctx context.Context) (int, error) {
+	n, err := revisions.PruneAll(ctx, s.db, s.cfg.RevisionLimit, s.now())
+	if n > 0 && s.hooks.OnRevisionsPruned != nil {
+		s.hooks.OnRevisionsPruned(n)
+	}
+	return n, interpretError(err)
+}

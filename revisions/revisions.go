@@ -1,0 +1,164 @@
+// Package revisions keeps the configuration of the resources an apply
+// changed, as it was before the apply: the 50 most recent per environment,
+// none older than 90 days.
+package revisions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ErrNotFound: no such revision in the environment (or it was pruned).
+var ErrNotFound = errors.New("revision not found")
+
+// Counts are the resources of an apply by outcome.
+type Counts struct {
+	Created   int `json:"created"`
+	Updated   int `json:"updated"`
+	Deleted   int `json:"deleted"`
+	Unchanged int `json:"unchanged"`
+}
+
+// Resource is the configuration of one resource before the apply.
+type Resource struct {
+	Kind          string          `json:"kind"`
+	Key           string          `json:"key"`
+	Action        string          `json:"action"`
+	VersionBefore *int            `json:"version_before"`
+	SpecBefore    json.RawMessage `json:"spec_before"`
+	// ResourceIDBefore is the connection id a deleted connection had, so a
+	// restore can bring the same connection back. Not shown by the API.
+	ResourceIDBefore string `json:"-"`
+}
+
+// Revision is a stored revision.
+type Revision struct {
+	EnvironmentID string
+	ID            string
+	PlanID        string
+	Types         []string
+	Counts        Counts
+	Resources     []Resource
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+}
+
+type row struct {
+	EnvironmentID string `gorm:"primaryKey"`
+	ID            string `gorm:"primaryKey"`
+	PlanID        string
+	Types         []byte `gorm:"type:jsonb"`
+	Counts        []byte `gorm:"type:jsonb"`
+	Resources     []byte `gorm:"type:jsonb"`
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+}
+
+func (row) TableName() string { return "config_revisions" }
+
+type storedResource struct {
+	Resource
+	ResourceIDBefore string `json:"resource_id_before,omitempty"`
+}
+
+// Encode returns the stored form of the resources; its size is what the
+// 10 MiB limit of a revision applies to.
+func Encode(rs []Resource) ([]byte, error) {
+	out := make([]storedResource, len(rs))
+	for i, r := range rs {
+		out[i] = storedResource{Resource: r, ResourceIDBefore: r.ResourceIDBefore}
+	}
+	return json.Marshal(out)
+}
+
+// Record writes a revision in tx; resources is the output of Encode.
+func Record(tx *gorm.DB, rev Revision, resources []byte) error {
+	types, _ := json.Marshal(rev.Types)
+	counts, _ := json.Marshal(rev.Counts)
+	return tx.Create(&row{EnvironmentID: rev.EnvironmentID, ID: rev.ID, PlanID: rev.PlanID, Types: types, Counts: counts,
+		Resources: resources, CreatedAt: rev.CreatedAt, ExpiresAt: rev.ExpiresAt}).Error
+}
+
+// Prune deletes the revisions of env beyond the keep most recent and those
+// expired at now. It returns how many it deleted.
+func Prune(tx *gorm.DB, env string, keep int, now time.Time) (int, error) {
+	res := tx.Exec(`DELETE FROM config_revisions WHERE environment_id = ? AND (expires_at <= ? OR id IN (
+		SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC OFFSET ?))`, env, now, env, keep)
+	return int(res.RowsAffected), res.Error
+}
+
+// PruneAll prunes every environment: the sweep for quiet environments.
+func PruneAll(ctx context.Context, db *gorm.DB, keep int, now time.Time) (int, error) {
+	res := db.WithContext(ctx).Exec(`DELETE FROM config_revisions r WHERE r.expires_at <= ? OR r.id IN (
+		SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY environment_id ORDER BY id DESC) AS n
+		FROM config_revisions) ranked WHERE n > ?)`, now, keep)
+	return int(res.RowsAffected), res.Error
+}
+
+// visible is the condition of a revision that may be returned: unexpired
+// and among the keep most recent of its environment.
+func visible(db *gorm.DB, env string, keep int, now time.Time) *gorm.DB {
+	return db.Where("environment_id = ? AND expires_at > ? AND id >= COALESCE((SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC OFFSET ? LIMIT 1), '')",
+		env, now, env, keep-1)
+}
+
+// Get returns a visible revision of env.
+func Get(ctx context.Context, db *gorm.DB, env, id string, keep int, now time.Time) (*Revision, error) {
+	var r row
+	err := visible(db.WithContext(ctx), env, keep, now).Where("id = ?", id).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decode(r, true)
+}
+
+// List returns visible revisions of env, newest first, without resources:
+// up to limit+1 rows older than cursor (when set).
+func List(ctx context.Context, db *gorm.DB, env, cursor string, limit, keep int, now time.Time) ([]*Revision, error) {
+	q := visible(db.WithContext(ctx).Omit("resources"), env, keep, now)
+	if cursor != "" {
+		q = q.Where("id < ?", cursor)
+	}
+	var rows []row
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*Revision, 0, len(rows))
+	for _, r := range rows {
+		rev, err := decode(r, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rev)
+	}
+	return out, nil
+}
+
+func decode(r row, withResources bool) (*Revision, error) {
+	rev := &Revision{EnvironmentID: r.EnvironmentID, ID: r.ID, PlanID: r.PlanID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+	if err := json.Unmarshal(r.Types, &rev.Types); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(r.Counts, &rev.Counts); err != nil {
+		return nil, err
+	}
+	if withResources {
+		var stored []storedResource
+		if err := json.Unmarshal(r.Resources, &stored); err != nil {
+			return nil, err
+		}
+		rev.Resources = make([]Resource, len(stored))
+		for i, s := range stored {
+			s.Resource.ResourceIDBefore = s.ResourceIDBefore
+			rev.Resources[i] = s.Resource
+		}
+	}
+	return rev, nil
+}

@@ -1,0 +1,145 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/ratelimit"
+)
+
+// idempotent runs op under the Idempotency-Key of the request, if any (§9):
+// an atomic claim, a lease renewed while op runs, the stored answer replayed
+// for a retry with the same request, and refusals for a key in use or
+// reused with another request. op gets the request's fingerprint ("" without
+// a key). Without the header, op simply runs.
+func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Context, fingerprint string) response) {
+	key, err := idempotency.ParseKey(c.Request.Header.Values("Idempotency-Key"))
+	if err != nil {
+		s.fail(c, &plans.Error{Code: "invalid_idempotency_key",
+			Detail: "Idempotency-Key must be one header line: a token or a quoted string of 1 to 255 visible ASCII characters"})
+		return
+	}
+	if key == "" || s.d.Idempotency == nil {
+		s.write(c, op(c, ""))
+		return
+	}
+	params := map[string]string{}
+	for _, p := range c.Params {
+		params[p.Key] = p.Value
+	}
+	fp := idempotency.Fingerprint(s.d.IdempotencySecret, c.Request.Method, c.FullPath(), params, c.Request.URL.RawQuery, body)
+	scope := actor(c).APIKeyID
+	claim, err := s.d.Idempotency.Claim(c, scope, key, fp, s.d.IdempotencyLease)
+	if err != nil {
+		s.d.Log.WarnContext(c, "idempotency store unavailable", "request_id", requestID(c), "error", err)
+		s.fail(c, &plans.Error{Code: "service_unavailable", Detail: "the idempotency store is unavailable; the request did not run",
+			Extra: map[string]any{"retry_after": 1}})
+		return
+	}
+	switch claim.Outcome {
+	case idempotency.Replay:
+		r := response{status: claim.Response.Status, header: http.Header{}, body: claim.Response.Body}
+		for k, v := range claim.Response.Header {
+			r.header.Set(k, v)
+		}
+		r.header.Set("Idempotent-Replayed", "true")
+		s.write(c, r)
+		return
+	case idempotency.Mismatch:
+		s.fail(c, &plans.Error{Code: "idempotency_key_mismatch", Detail: "this Idempotency-Key was used with another request"})
+		return
+	case idempotency.InUse:
+		secs := int(math.Ceil(claim.RetryAfter.Seconds()))
+		s.fail(c, &plans.Error{Code: "idempotency_key_in_use", Detail: "a request with this Idempotency-Key is still running",
+			Extra: map[string]any{"retry_after": max(secs, 1)}})
+		return
+	}
+	holder := idempotency.Hold(c, s.d.Idempotency, scope, key, claim.Token, s.d.IdempotencyLease)
+	r := op(c, fp)
+	holder.Stop()
+	if holder.LeaseLost() {
+		s.d.Log.WarnContext(c, "idempotency lease lost while the request ran", "request_id", requestID(c))
+	}
+	if idempotency.Storable(r.status, problemCode(r)) {
+		stored := idempotency.Response{Status: r.status, Header: map[string]string{}, Body: r.body}
+		for _, h := range []string{"Content-Type", "Location", "Idempotent-Replayed"} {
+			if v := r.header.Get(h); v != "" {
+				stored.Header[h] = v
+			}
+		}
+		if err := idempotency.CompleteWithoutCancel(c, s.d.Idempotency, scope, key, claim.Token, stored, idempotency.DefaultRetention); err != nil {
+			// The operation ran: the client still gets its real answer.
+			s.d.Log.WarnContext(c, "storing an idempotent response failed", "request_id", requestID(c), "error", err)
+		}
+	} else if err := idempotency.ReleaseWithoutCancel(c, s.d.Idempotency, scope, key, claim.Token); err != nil {
+		s.d.Log.WarnContext(c, "releasing an idempotency key failed; its lease will", "request_id", requestID(c), "error", err)
+	}
+	s.write(c, r)
+}
+
+// problemCode returns the code of a problem response ("" otherwise).
+func problemCode(r response) string {
+	if !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
+		return ""
+	}
+	var p struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(r.body, &p)
+	return p.Code
+}
+
+// admitter returns the rate and capacity checks of a plan creation or an
+// apply (§10): config_plan and config_plan_inflight in one atomic step,
+// then the fleet's capacity. Both fail open when Redis fails. The headers
+// of §10 are set on the response whatever the outcome.
+func (s *Server) admitter(c *gin.Context) func(context.Context) (func(), error) {
+	return func(ctx context.Context) (func(), error) {
+		if s.d.Limiter == nil {
+			return func() {}, nil
+		}
+		env := actor(c).EnvironmentID
+		d, slot, err := s.d.Limiter.Admit(ctx, env)
+		if err != nil {
+			return nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
+		}
+		c.Header("RateLimit-Policy", ratelimit.PolicyHeader(s.d.RateLimit))
+		if !d.FailedOpen {
+			c.Header("RateLimit", ratelimit.RateLimitHeader(d))
+		}
+		if !d.Allowed {
+			secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
+			return nil, &plans.Error{Code: "rate_limited",
+				Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
+				Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
+		}
+		lease := s.d.RateLimit.WithDefaults().Lease
+		stopSlot := ratelimit.Hold(slot, lease/3, nil)
+		release := func() { stopSlot(); slot.Release() }
+		if s.d.Fleet != nil {
+			ok, retry, fslot, err := s.d.Fleet.Acquire(ctx)
+			if err != nil {
+				release()
+				return nil, fmt.Errorf("fleet capacity: %w", plans.ErrUnavailable)
+			}
+			if !ok {
+				release()
+				secs := max(int(math.Ceil(retry.Seconds())), 1)
+				return nil, &plans.Error{Code: "service_unavailable", Detail: "the fleet's apply capacity is saturated; nothing was written",
+					Extra: map[string]any{"retry_after": secs}}
+			}
+			stopFleet := ratelimit.Hold(fslot, lease/3, nil)
+			inner := release
+			release = func() { stopFleet(); fslot.Release(); inner() }
+		}
+		return release, nil
+	}
+}

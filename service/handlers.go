@@ -1,0 +1,320 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/revisions"
+)
+
+func (s *Server) exportConfig(c *gin.Context) {
+	param, present := c.GetQuery("types")
+	kinds, err := plans.ParseTypes(param, present)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ex, err := s.d.Plans.ExportConfig(c, actor(c), kinds)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, jsonResponse(http.StatusOK, ex))
+}
+
+// createPlan answers, in order: 401 (middleware), 400, the idempotency
+// answers, 403, 429/503, 422 validation_failed, 422 policy_conflict, 413.
+func (s *Server) createPlan(c *gin.Context) {
+	body, err := s.readBody(c, planBodyLimit)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	pr, err := plans.ParsePlanRequest(body)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.idempotent(c, body, func(ctx context.Context, _ string) response {
+		p, err := s.d.Plans.CreatePlan(ctx, actor(c), pr, s.admitter(c))
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		r := jsonResponse(http.StatusCreated, p)
+		r.header.Set("Location", "/v1/config-plans/"+p.ID)
+		return r
+	})
+}
+
+func (s *Server) getPlan(c *gin.Context) {
+	p, err := s.d.Plans.GetPlan(c, actor(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, jsonResponse(http.StatusOK, p))
+}
+
+func (s *Server) listPlans(c *gin.Context) {
+	lp, err := listParams(c, plans.PrefixPlan)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	pg, err := s.d.Plans.ListPlans(c, actor(c), c.Query("status"), lp)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, jsonResponse(http.StatusOK, pg))
+}
+
+func (s *Server) listEvents(c *gin.Context) {
+	lp, err := listParams(c, plans.PrefixEvent)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	pg, err := s.d.Plans.ListEvents(c, actor(c), c.Param("id"), lp)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, jsonResponse(http.StatusOK, pg))
+}
+
+// customVerb splits a "{id}:{verb}" path segment (Gin cannot route a custom
+// verb after a parameter).
+func customVerb(segment, verb string) (string, bool) {
+	id, v, ok := strings.Cut(segment, ":")
+	return id, ok && v == verb
+}
+
+var notFound = &plans.Error{Code: "not_found", Detail: "no such path"}
+
+func (s *Server) planAction(c *gin.Context) {
+	id, ok := customVerb(c.Param("id"), "apply")
+	if !ok {
+		s.fail(c, notFound)
+		return
+	}
+	validateOnly := false
+	if v, present := c.GetQuery("validate_only"); present {
+		switch v {
+		case "true":
+			validateOnly = true
+		case "false":
+		default:
+			s.fail(c, &plans.Error{Code: "malformed_request", Detail: "validate_only must be true or false"})
+			return
+		}
+	}
+	body, err := s.readBody(c, defaultBodyLimit)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	req, err := plans.ParseApplyRequest(body)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.idempotent(c, body, func(ctx context.Context, fingerprint string) response {
+		res, err := s.d.Plans.Apply(ctx, actor(c), id, req, plans.ApplyOptions{ValidateOnly: validateOnly,
+			Admit: s.admitter(c), IdempotencyFingerprint: fingerprint})
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		r := jsonResponse(http.StatusOK, res.Plan)
+		if res.Replayed {
+			r.header.Set("Idempotent-Replayed", "true")
+		}
+		return r
+	})
+}
+
+// revisionView is a revision as the API shows it.
+type revisionView struct {
+	ID        string                `json:"id"`
+	Object    string                `json:"object"`
+	PlanID    string                `json:"plan_id"`
+	CreatedAt plans.Time            `json:"created_at"`
+	ExpiresAt plans.Time            `json:"expires_at"`
+	Types     []string              `json:"types"`
+	Counts    revisions.Counts      `json:"counts"`
+	Resources *[]revisions.Resource `json:"resources,omitempty"`
+}
+
+func viewRevision(r *revisions.Revision, withResources bool) revisionView {
+	v := revisionView{ID: r.ID, Object: "config_revision", PlanID: r.PlanID, CreatedAt: plans.Time(r.CreatedAt),
+		ExpiresAt: plans.Time(r.ExpiresAt), Types: r.Types, Counts: r.Counts}
+	if withResources {
+		rs := r.Resources
+		if rs == nil {
+			rs = []revisions.Resource{}
+		}
+		v.Resources = &rs
+	}
+	return v
+}
+
+func (s *Server) getRevision(c *gin.Context) {
+	rev, err := s.d.Plans.GetRevision(c, actor(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, jsonResponse(http.StatusOK, viewRevision(rev, true)))
+}
+
+func (s *Server) listRevisions(c *gin.Context) {
+	lp, err := listParams(c, plans.PrefixRevision)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	pg, err := s.d.Plans.ListRevisions(c, actor(c), lp)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := plans.Page[revisionView]{Data: make([]revisionView, len(pg.Data)), HasMore: pg.HasMore, NextCursor: pg.NextCursor}
+	for i, r := range pg.Data {
+		out.Data[i] = viewRevision(r, false)
+	}
+	s.write(c, jsonResponse(http.StatusOK, out))
+}
+
+func (s *Server) revisionAction(c *gin.Context) {
+	id, ok := customVerb(c.Param("id"), "restore")
+	if !ok {
+		s.fail(c, notFound)
+		return
+	}
+	body, err := s.readBody(c, defaultBodyLimit)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := emptyObject(body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.idempotent(c, body, func(ctx context.Context, _ string) response {
+		p, err := s.d.Plans.RestoreRevision(ctx, actor(c), id, s.admitter(c))
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		r := jsonResponse(http.StatusCreated, p)
+		r.header.Set("Location", "/v1/config-plans/"+p.ID)
+		return r
+	})
+}
+
+func (s *Server) connectionAction(c *gin.Context) {
+	key, ok := customVerb(c.Param("key"), "test")
+	if !ok {
+		s.fail(c, notFound)
+		return
+	}
+	body, err := s.readBody(c, defaultBodyLimit)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := emptyObject(body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.idempotent(c, body, func(ctx context.Context, _ string) response {
+		res, err := s.d.Plans.TestConnection(ctx, actor(c), key)
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		return jsonResponse(http.StatusOK, res)
+	})
+}
+
+// emptyObject accepts an empty body or {}: the endpoints that take no input
+// still refuse unknown fields.
+func emptyObject(body []byte) error {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+		return &plans.Error{Code: "malformed_request", Detail: "the request body must be empty or a JSON object"}
+	}
+	var unknown []plans.FieldError
+	for k := range m {
+		unknown = append(unknown, plans.FieldError{Pointer: plans.Pointer(k), Code: "unknown_field", Detail: "this request takes no fields"})
+	}
+	if len(unknown) > 0 {
+		return &plans.Error{Code: "unknown_field", Detail: "the request has unknown fields", Errors: unknown}
+	}
+	return nil
+}
+
+func (s *Server) listLogs(c *gin.Context) {
+	lp, err := listParams(c, plans.PrefixLog)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	pg, err := s.d.Plans.ListLogs(c, actor(c), c.Query("type"), lp)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, jsonResponse(http.StatusOK, pg))
+}
+
+func (s *Server) tokenActivity(c *gin.Context) {
+	body, err := s.readBody(c, defaultBodyLimit)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var ta plans.TokenActivity
+	if err := strictDecode(body, &ta); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.d.Plans.RecordTokenActivity(c, ta); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (s *Server) putPolicies(c *gin.Context) {
+	body, err := s.readBody(c, defaultBodyLimit)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	p, err := s.d.Plans.PutPolicies(c, c.Param("id"), body)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, jsonResponse(http.StatusOK, p))
+}
+
+// strictDecode decodes a closed JSON object.
+func strictDecode(body []byte, v any) error {
+	d := json.NewDecoder(strings.NewReader(string(body)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		if strings.Contains(err.Error(), "unknown field") {
+			return &plans.Error{Code: "unknown_field", Detail: err.Error()}
+		}
+		return &plans.Error{Code: "malformed_request", Detail: "the request body must be a JSON object of the documented fields"}
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package service
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/ratelimit"
+)
+
+// Body limits of §2.
+const (
+	planBodyLimit    = 12 << 20
+	defaultBodyLimit = 4 << 20
+)
+
+// Deps are what the HTTP layer is built on.
+type Deps struct {
+	Plans *plans.Service
+	// Idempotency stores Idempotency-Key records; IdempotencySecret keys
+	// their fingerprints; IdempotencyLease is the in-flight lease.
+	Idempotency       idempotency.Store
+	IdempotencySecret []byte
+	IdempotencyLease  time.Duration
+	Limiter           ratelimit.Limiter
+	Fleet             ratelimit.Fleet
+	RateLimit         ratelimit.Config
+	InternalToken     string
+	Log               *slog.Logger
+	// Ready reports whether the database and Redis can be reached.
+	Ready func(ctx context.Context) error
+	// Draining reports that the process is shutting down (/readyz says so).
+	Draining func() bool
+	// Metrics, when set, serves /metrics.
+	Metrics http.Handler
+	// Observe, when set, wraps every request (metrics, access log).
+	Observe gin.HandlerFunc
+}
+
+// Server is the HTTP API.
+type Server struct {
+	d Deps
+}
+
+// New builds the router.
+func New(d Deps) *gin.Engine {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.IdempotencyLease <= 0 {
+		d.IdempotencyLease = 2 * time.Minute
+	}
+	s := &Server{d: d}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	r.Use(s.requestID, s.recover)
+	if d.Observe != nil {
+		r.Use(d.Observe)
+	}
+	r.NoRoute(func(c *gin.Context) {
+		s.write(c, problemResponse(&plans.Error{Code: "not_found", Detail: "no such path"}, requestID(c)))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		s.write(c, problemResponse(&plans.Error{Code: "method_not_allowed", Detail: "the path does not support " + c.Request.Method}, requestID(c)))
+	})
+
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", s.readyz)
+	if d.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(d.Metrics))
+	}
+
+	v1 := r.Group("/v1", noStore)
+	v1.GET("/openapi.json", s.openapi)
+	api := v1.Group("", s.authenticate)
+	api.GET("/config", s.exportConfig)
+	api.POST("/config-plans", s.createPlan)
+	api.GET("/config-plans", s.listPlans)
+	api.GET("/config-plans/:id", s.getPlan)
+	api.POST("/config-plans/:id", s.planAction)
+	api.GET("/config-plans/:id/events", s.listEvents)
+	api.GET("/config-revisions", s.listRevisions)
+	api.GET("/config-revisions/:id", s.getRevision)
+	api.POST("/config-revisions/:id", s.revisionAction)
+	api.POST("/connections/:key", s.connectionAction)
+	api.GET("/management-logs", s.listLogs)
+
+	internal := r.Group("/internal/v1", noStore, s.internalAuth)
+	internal.POST("/token-activity", s.tokenActivity)
+	internal.PUT("/environments/:id/policies", s.putPolicies)
+	return r
+}
+
+var incomingRequestID = regexp.MustCompile(`^req_[0-9a-z]{26}$`)
+
+// requestID gives every request a Request-Id: a well-formed incoming one
+// is kept, otherwise a new one is made.
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader("Request-Id")
+	if !incomingRequestID.MatchString(id) {
+		id = plans.NewID(plans.PrefixRequest)
+	}
+	c.Set("request_id", id)
+	c.Header("Request-Id", id)
+	c.Next()
+}
+
+func requestID(c *gin.Context) string { return c.GetString("request_id") }
+
+// recover turns a panic into a 500 problem, logged in full.
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.d.Log.ErrorContext(c, "panic", "request_id", requestID(c), "panic", v)
+			if !c.Writer.Written() {
+				s.write(c, problemResponse(errors.New("panic"), requestID(c)))
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+func noStore(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	c.Next()
+}
+
+// write sends a response; errors that are not the contract's are logged.
+func (s *Server) write(c *gin.Context, r response) {
+	for k, vs := range r.header {
+		for _, v := range vs {
+			c.Writer.Header().Add(k, v)
+		}
+	}
+	c.Status(r.status)
+	_, _ = c.Writer.Write(r.body)
+	c.Abort()
+}
+
+// fail answers err as a problem; unknown errors are logged in full.
+func (s *Server) fail(c *gin.Context, err error) {
+	s.write(c, s.errorResponse(c, err))
+}
+
+func (s *Server) errorResponse(c *gin.Context, err error) response {
+	if _, known := toError(err); !known {
+		s.d.Log.ErrorContext(c, "request failed", "request_id", requestID(c), "error", err)
+	}
+	return problemResponse(err, requestID(c))
+}
+
+func (s *Server) authenticate(c *gin.Context) {
+	h := c.GetHeader("Authorization")
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		s.fail(c, plans.ErrUnauthenticated)
+		return
+	}
+	a, err := s.d.Plans.Authenticate(c, strings.TrimSpace(secret))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	a.RequestID = requestID(c)
+	c.Set("actor", a)
+	c.Set("environment_id", a.EnvironmentID)
+	c.Set("api_key_id", a.APIKeyID)
+	c.Next()
+}
+
+func actor(c *gin.Context) plans.Actor {
+	a, _ := c.Get("actor")
+	return a.(plans.Actor)
+}
+
+func (s *Server) internalAuth(c *gin.Context) {
+	secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || s.d.InternalToken == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(s.d.InternalToken)) != 1 {
+		s.fail(c, plans.ErrUnauthenticated)
+		return
+	}
+	c.Next()
+}
+
+// readBody reads the request body up to limit bytes.
+func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, &plans.Error{Code: "request_too_large", Detail: "the request body is over " + strconv.FormatInt(limit>>20, 10) + " MiB"}
+	}
+	if err != nil {
+		return nil, &plans.Error{Code: "malformed_request", Detail: "the request body could not be read"}
+	}
+	return body, nil
+}
+
+// listParams reads ?limit=1..100 (default 20) and ?cursor=.
+func listParams(c *gin.Context, prefix string) (plans.ListParams, error) {
+	lp := plans.ListParams{Limit: 20, Cursor: c.Query("cursor")}
+	if v, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return lp, &plans.Error{Code: "malformed_request", Detail: "limit must be a whole number from 1 to 100"}
+		}
+		lp.Limit = n
+	}
+	if _, ok := c.GetQuery("cursor"); ok && !plans.ValidID(prefix, lp.Cursor) {
+		return lp, &plans.Error{Code: "malformed_request", Detail: "cursor is not valid: pass next_cursor of the previous page"}
+	}
+	return lp, nil
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	if s.d.Draining != nil && s.d.Draining() {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "draining"})
+		return
+	}
+	if s.d.Ready != nil {
+		ctx, cancel := context.WithTimeout(c, 2*time.Second)
+		defer cancel()
+		if err := s.d.Ready(ctx); err != nil {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "detail": err.Error()})
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
