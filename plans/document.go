@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Entry is one resource of a document. Spec is the normalised canonical JSON
@@ -293,6 +294,7 @@ func (p *strictParser) value(depth int) (any, error) {
 				obj.keys = append(obj.keys, key)
 				obj.vals[key] = v
 			}
+			p.path = p.path[:len(p.path)-1]
 		}
 		_, err := p.dec.Token()
 		return obj, err
@@ -316,60 +318,63 @@ func specType(s spec) reflect.Type { return reflect.TypeOf(s).Elem() }
 
 // checkShape compares a decoded value with the Go type it will be decoded
 // into and reports every unknown member (unknown_field) and every value of
-// the wrong JSON type (malformed_request).
-func checkShape(v any, t reflect.Type, ptr string) []FieldError {
+// the wrong JSON type (malformed_request). The value is at base followed by
+// path; pointers are only built for problems.
+func checkShape(v any, t reflect.Type, base string, path []string) []FieldError {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	wrong := func(want string) []FieldError {
+		return []FieldError{wrongType(base+Pointer(path...), want)}
+	}
 	if v == nil {
-		return []FieldError{wrongType(ptr, jsonTypeName(t))}
+		return wrong(jsonTypeName(t))
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		obj, ok := v.(*jsonObject)
 		if !ok {
-			return []FieldError{wrongType(ptr, "an object")}
+			return wrong("an object")
 		}
 		fields := jsonFields(t)
 		var out []FieldError
 		for _, k := range obj.keys {
-			kptr := ptr + "/" + PointerEscape(k)
 			f, known := fields[k]
 			switch {
 			case !known:
-				out = append(out, FieldError{Pointer: kptr, Code: ProblemUnknownField,
+				out = append(out, FieldError{Pointer: base + Pointer(append(path, k)...), Code: ProblemUnknownField,
 					Detail: "This member is not part of the object."})
 			case obj.vals[k] == nil && f.Tag.Get("nullable") == "true":
 			default:
-				out = append(out, checkShape(obj.vals[k], f.Type, kptr)...)
+				out = append(out, checkShape(obj.vals[k], f.Type, base, append(path, k))...)
 			}
 		}
 		return out
 	case reflect.Slice:
 		list, ok := v.([]any)
 		if !ok {
-			return []FieldError{wrongType(ptr, "an array")}
+			return wrong("an array")
 		}
 		var out []FieldError
 		for i, item := range list {
-			out = append(out, checkShape(item, t.Elem(), ptr+"/"+strconv.Itoa(i))...)
+			out = append(out, checkShape(item, t.Elem(), base, append(path, strconv.Itoa(i)))...)
 		}
 		return out
 	case reflect.String:
 		if _, ok := v.(string); !ok {
-			return []FieldError{wrongType(ptr, "a string")}
+			return wrong("a string")
 		}
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
-			return []FieldError{wrongType(ptr, "a boolean")}
+			return wrong("a boolean")
 		}
 	case reflect.Int, reflect.Int64:
 		n, ok := v.(json.Number)
 		if !ok {
-			return []FieldError{wrongType(ptr, "an integer")}
+			return wrong("an integer")
 		}
 		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
-			return []FieldError{wrongType(ptr, "an integer")}
+			return wrong("an integer")
 		}
 	}
 	return nil
@@ -391,8 +396,14 @@ func jsonTypeName(t reflect.Type) string {
 	return "a value"
 }
 
+// fieldsCache holds the result of jsonFields per struct type.
+var fieldsCache sync.Map // reflect.Type → map[string]reflect.StructField
+
 // jsonFields maps the JSON member names of a struct to its fields.
 func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	if m, ok := fieldsCache.Load(t); ok {
+		return m.(map[string]reflect.StructField)
+	}
 	out := map[string]reflect.StructField{}
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -404,5 +415,6 @@ func jsonFields(t reflect.Type) map[string]reflect.StructField {
 		}
 		out[name] = f
 	}
+	fieldsCache.Store(t, out)
 	return out
 }

@@ -51,7 +51,7 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 		if _, isObj := tree.(*jsonObject); !isObj {
 			bad = append(bad, wrongType("", "an object"))
 		} else {
-			bad = append(bad, checkShape(tree, reflect.TypeFor[Policies](), "")...)
+			bad = append(bad, checkShape(tree, reflect.TypeFor[Policies](), "", nil)...)
 		}
 	}
 	if len(bad) > 0 {

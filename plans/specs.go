@@ -388,7 +388,7 @@ func NormalizeSpec(kind Kind, raw json.RawMessage) (json.RawMessage, error) {
 		if _, isObj := tree.(*jsonObject); !isObj {
 			bad = append(bad, wrongType("", "an object"))
 		} else {
-			bad = append(bad, checkShape(tree, specType(s), "")...)
+			bad = append(bad, checkShape(tree, specType(s), "", nil)...)
 		}
 	}
 	if len(bad) > 0 {
