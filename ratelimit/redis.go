@@ -154,7 +154,7 @@ func (l *RedisLimiter) Admit(ctx context.Context, env string) (Decision, Slot, e
 			return Decision{}, noopSlot{}, fmt.Errorf("rate limit %s: %w", env, ctx.Err())
 		}
 		l.failOpens.Add(1)
-		l.log.Warn("rate limit failed open", "environment_id", env, "err", err)
+		l.log.WarnContext(ctx, "rate limit failed open", "environment_id", env, "error", err)
 		return Decision{Allowed: true, FailedOpen: true}, noopSlot{}, nil
 	}
 	now, tat := res[1], res[2]
@@ -227,7 +227,7 @@ func (f *RedisFleet) Acquire(ctx context.Context) (bool, time.Duration, Slot, er
 			return false, 0, noopSlot{}, fmt.Errorf("fleet capacity: %w", ctx.Err())
 		}
 		f.failOpens.Add(1)
-		f.log.Warn("fleet capacity failed open", "err", err)
+		f.log.WarnContext(ctx, "fleet capacity failed open", "error", err)
 		return true, 0, noopSlot{}, nil
 	}
 	if res[0] == 0 {
@@ -275,7 +275,7 @@ func (s *redisSlot) Release() {
 		return
 	}
 	if err := releaseToken(s.ctx, s.rdb, s.key, s.token); err != nil {
-		s.log.Warn("release rate limit slot failed", "key", s.key, "err", err)
+		s.log.WarnContext(s.ctx, "releasing a rate limit slot failed; its lease will end it", "key", s.key, "error", err)
 	}
 }
 

@@ -121,7 +121,7 @@ func TestRedisFailsOpenWhenUnreachable(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "rate limit failed open") ||
-		!strings.Contains(lines[0], "environment_id=env_a") || !strings.Contains(lines[0], "err=") {
+		!strings.Contains(lines[0], "environment_id=env_a") || !strings.Contains(lines[0], "error=") {
 		t.Errorf("log:\n%s\nwant one warning with the environment and the cause", logs)
 	}
 
