@@ -193,8 +193,8 @@ func TestAdmitInflightLimit(t *testing.T) {
 		inflight429 := view{
 			Policy:     PolicyInflight,
 			Remaining:  99, // a request denied by config_plan_inflight consumes no quota
-			RateLimit:  `"config_plan";r=99;t=1, "config_plan_inflight";r=0;t=5`,
-			RetryAfter: 5 * time.Second, // until the first lease expires
+			RateLimit:  `"config_plan";r=99;t=1, "config_plan_inflight";r=0;t=2`,
+			RetryAfter: 2 * time.Second, // capped: live holders release within seconds
 		}
 		want := []view{
 			{Allowed: true, Remaining: 99, RateLimit: `"config_plan";r=99;t=1`},

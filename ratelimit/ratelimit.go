@@ -236,11 +236,16 @@ func (g gcra) deniedRate(now, tat int64) Decision {
 	return Decision{Policy: PolicyConfigPlan, Remaining: r, Reset: micros(t), RetryAfter: retryAfter(micros(t))}
 }
 
+// maxInflightWait caps the Retry-After of config_plan_inflight: a lease
+// only bounds how long a dead holder keeps its slot, while live holders
+// release theirs within seconds, so a client is told to come back soon.
+const maxInflightWait = 2 * time.Second
+
 // deniedInflight builds the decision of a request denied by
 // config_plan_inflight; free is when the earliest live lease expires.
 func (g gcra) deniedInflight(now, tat, free int64) Decision {
 	r, t := g.state(now, tat)
-	return Decision{Policy: PolicyInflight, Remaining: r, Reset: micros(t), RetryAfter: retryAfter(micros(free - now))}
+	return Decision{Policy: PolicyInflight, Remaining: r, Reset: micros(t), RetryAfter: retryAfter(min(micros(free-now), maxInflightWait))}
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

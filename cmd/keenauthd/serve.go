@@ -90,6 +90,7 @@ func newRedis(rawURL string) (*redis.Client, error) {
 	opt.WriteTimeout = time.Second
 	opt.MaxRetries = 1
 	opt.DialerRetries = 1
+	opt.ContextTimeoutEnabled = true
 	return redis.NewClient(opt), nil
 }
 

@@ -1,0 +1,300 @@
+// Package apitest runs the real router over a test's own PostgreSQL
+// database and Redis key prefix, with a fake federation service, for
+// table-driven API tests.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/federation"
+	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/ratelimit"
+	"github.com/keenauth/configplans/service"
+	"github.com/keenauth/configplans/test/fakefederation"
+	"github.com/keenauth/configplans/test/testdb"
+)
+
+// FederationToken is the bearer the fake federation service expects.
+const FederationToken = "fed-test-token"
+
+// InternalToken is the bearer of the internal endpoints in tests.
+const InternalToken = "internal-test-token"
+
+// Clock is a settable clock for tests; it starts at the real time.
+type Clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+// Now returns the real time shifted by the clock's offset.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+// Options change the harness.
+type Options struct {
+	RateLimit  ratelimit.Config // zero: a quota high enough not to interfere
+	FleetLimit int
+	Plans      plans.Config // zero: the defaults
+	Hooks      plans.Hooks
+	// NoFederation leaves the federation service unconfigured.
+	NoFederation bool
+	// Database reuses another harness's database (several instances).
+	Database *testdb.Database
+	// Redis and Prefix reuse another harness's Redis key space.
+	Redis  *redis.Client
+	Prefix string
+}
+
+// Env is one running API over its own database.
+type Env struct {
+	T       testing.TB
+	DB      *testdb.Database
+	Plans   *plans.Service
+	Handler http.Handler
+	Clock   *Clock
+	Fed     *fakefederation.Server
+	Redis   *redis.Client
+	Prefix  string
+	Logs    *SyncBuffer
+	// EnvID and Secret are an environment and a key holding every permission.
+	EnvID  string
+	Secret string
+}
+
+// SyncBuffer is a goroutine-safe log sink.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns everything written.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Setup starts the API for t.
+func Setup(t testing.TB, opt Options) *Env {
+	t.Helper()
+	e := &Env{T: t, Clock: &Clock{}, Logs: &SyncBuffer{}}
+	e.DB = opt.Database
+	if e.DB == nil {
+		e.DB = testdb.New(t)
+	}
+	e.Redis, e.Prefix = opt.Redis, opt.Prefix
+	if e.Redis == nil {
+		e.Redis, e.Prefix = testdb.Redis(t)
+	}
+	log := slog.New(slog.NewJSONHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	hooks := opt.Hooks
+	if !opt.NoFederation {
+		e.Fed = fakefederation.New(FederationToken)
+		t.Cleanup(e.Fed.Close)
+		hooks.Federation = federation.NewHTTPClient(federation.HTTPConfig{BaseURL: e.Fed.URL(), Token: FederationToken,
+			Timeout: 2 * time.Second, Backoff: 10 * time.Millisecond})
+	}
+	pc := opt.Plans
+	if pc.PlanTTL == 0 {
+		pc = plans.DefaultConfig()
+	}
+	e.Plans = plans.NewService(e.DB.DB, pc, e.Clock.Now, log, hooks)
+	rl := opt.RateLimit
+	if rl.Quota == 0 {
+		rl.Quota, rl.Inflight = 100000, 1000
+	}
+	fleet := opt.FleetLimit
+	if fleet == 0 {
+		fleet = 1000
+	}
+	e.Handler = service.New(service.Deps{
+		Plans:             e.Plans,
+		Idempotency:       idempotency.NewRedisStore(e.Redis, e.Prefix),
+		IdempotencySecret: []byte("test-idempotency-secret"),
+		IdempotencyLease:  10 * time.Second,
+		Limiter:           ratelimit.NewRedisLimiter(e.Redis, e.Prefix, rl, log),
+		Fleet:             ratelimit.NewRedisFleet(e.Redis, e.Prefix, fleet, 2*time.Minute, 150*time.Millisecond, log),
+		RateLimit:         rl,
+		InternalToken:     InternalToken,
+		Log:               log,
+	})
+	env, err := e.Plans.CreateEnvironment(context.Background(), "Shop")
+	if err != nil {
+		t.Fatalf("create environment: %v", err)
+	}
+	e.EnvID = env.ID
+	e.Secret = e.Key(plans.AllPermissions()...)
+	return e
+}
+
+// Key creates an API key of the environment holding perms.
+func (e *Env) Key(perms ...string) string {
+	e.T.Helper()
+	k, err := e.Plans.CreateKey(context.Background(), e.EnvID, perms)
+	if err != nil {
+		e.T.Fatalf("create key: %v", err)
+	}
+	return k.Secret
+}
+
+// GormDB returns the test's database handle.
+func (e *Env) GormDB() *gorm.DB { return e.DB.DB }
+
+// Response is a recorded answer.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic map.
+func (r *Response) JSON() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(r.Body, &m)
+	return m
+}
+
+// Code is the problem code of the answer ("" for a success).
+func (r *Response) Code() string {
+	c, _ := r.JSON()["code"].(string)
+	return c
+}
+
+// Decode decodes the body into v.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// Request is one request to send.
+type Request struct {
+	Method string
+	Path   string
+	// Body is sent as is when a string or []byte, else encoded as JSON (nil: none).
+	Body   any
+	Secret string // "" uses the all-permissions key; "-" sends none
+	Header map[string]string
+}
+
+// Do sends a request through the router.
+func (e *Env) Do(r Request) *Response {
+	e.T.Helper()
+	var body io.Reader
+	switch b := r.Body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatalf("encode body: %v", err)
+		}
+		body = bytes.NewReader(j)
+	}
+	req := httptest.NewRequest(r.Method, r.Path, body)
+	switch r.Secret {
+	case "":
+		req.Header.Set("Authorization", "Bearer "+e.Secret)
+	case "-":
+	default:
+		req.Header.Set("Authorization", "Bearer "+r.Secret)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	e.Handler.ServeHTTP(rec, req)
+	return &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+}
+
+// Plan creates a plan of doc (the config member) and fails t unless 201.
+func (e *Env) Plan(doc any, prune bool) map[string]any {
+	e.T.Helper()
+	r := e.Do(Request{Method: "POST", Path: "/v1/config-plans", Body: map[string]any{"config": doc, "prune": prune}})
+	if r.Status != http.StatusCreated {
+		e.T.Fatalf("create plan: %d %s", r.Status, r.Body)
+	}
+	return r.JSON()
+}
+
+// Apply applies a plan with body and fails t unless 200.
+func (e *Env) Apply(planID string, body any) map[string]any {
+	e.T.Helper()
+	r := e.Do(Request{Method: "POST", Path: "/v1/config-plans/" + planID + ":apply", Body: body})
+	if r.Status != http.StatusOK {
+		e.T.Fatalf("apply %s: %d %s", planID, r.Status, r.Body)
+	}
+	return r.JSON()
+}
+
+// Export returns the current configuration document and versions.
+func (e *Env) Export() (map[string]any, map[string]any) {
+	e.T.Helper()
+	r := e.Do(Request{Method: "GET", Path: "/v1/config"})
+	if r.Status != http.StatusOK {
+		e.T.Fatalf("export: %d %s", r.Status, r.Body)
+	}
+	m := r.JSON()
+	cfg, _ := m["config"].(map[string]any)
+	vers, _ := m["versions"].(map[string]any)
+	return cfg, vers
+}
+
+// ExampleDocument is the document of SPEC §4 (without the deletion).
+func ExampleDocument() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(`{
+  "environment_settings": {"display_name": "Shop", "default_locale": "en", "session_lifetime_hours": 72},
+  "connections": {
+    "legacy":   null,
+    "acme-sso": {"type": "enterprise", "display_name": "ACME", "active": false,
+                 "oidc": {"issuer": "https://idp.acme.example", "client_id": "abc", "scopes": ["openid", "email"]}},
+    "github":   {"type": "social", "display_name": "GitHub", "active": true,
+                 "social": {"provider": "github", "use_own_credentials": false}}
+  },
+  "apis": {"orders": {"identifier": "https://api.shop.example/orders", "display_name": "Orders",
+                      "scopes": [{"value": "read:orders", "description": "Read orders"}],
+                      "token_lifetime_seconds": 3600}},
+  "applications": {"portal": {"display_name": "Portal", "type": "regular_web",
+                   "callback_urls": ["https://portal.shop.example/callback"],
+                   "connections": ["acme-sso"], "api_grants": [{"api": "orders", "scopes": ["read:orders"]}]}}
+}`), &m)
+	return m
+}
