@@ -67,6 +67,10 @@ type Options struct {
 	// Redis and Prefix reuse another harness's Redis key space.
 	Redis  *redis.Client
 	Prefix string
+	// Replica starts a second instance over the same database, Redis key
+	// space, environment, key and clock as another harness (several
+	// keenauthd replicas).
+	Replica *Env
 }
 
 // Env is one running API over its own database.
@@ -108,6 +112,10 @@ func (s *SyncBuffer) String() string {
 func Setup(t testing.TB, opt Options) *Env {
 	t.Helper()
 	e := &Env{T: t, Clock: &Clock{}, Logs: &SyncBuffer{}}
+	if r := opt.Replica; r != nil {
+		opt.Database, opt.Redis, opt.Prefix = r.DB, r.Redis, r.Prefix
+		e.Clock = r.Clock
+	}
 	e.DB = opt.Database
 	if e.DB == nil {
 		e.DB = testdb.New(t)
@@ -148,6 +156,10 @@ func Setup(t testing.TB, opt Options) *Env {
 		InternalToken:     InternalToken,
 		Log:               log,
 	})
+	if r := opt.Replica; r != nil {
+		e.EnvID, e.Secret = r.EnvID, r.Secret
+		return e
+	}
 	env, err := e.Plans.CreateEnvironment(context.Background(), "Shop")
 	if err != nil {
 		t.Fatalf("create environment: %v", err)
@@ -241,7 +253,9 @@ func (e *Env) Do(r Request) *Response {
 	}
 	rec := httptest.NewRecorder()
 	e.Handler.ServeHTTP(rec, req)
-	return &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	resp := &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	checkContract(e.T, req, resp)
+	return resp
 }
 
 // Plan creates a plan of doc (the config member) and fails t unless 201.
