@@ -127,6 +127,11 @@ func (s *Service) planFromRow(r *planRow) (*Plan, error) {
 	p := &Plan{ID: r.ID, Object: "config_plan", EnvironmentID: r.EnvironmentID, Status: effectiveStatus(r, s.now()),
 		Prune: r.Prune, RequiresSPHost: r.RequiresSPHost, CreatedAt: Time(r.CreatedAt), ExpiresAt: Time(r.ExpiresAt),
 		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy, row: r}
+	if p.Status != StatusApplied {
+		// A plan with OIDC material shows its revision only once the
+		// federation service confirmed every write.
+		p.RevisionID = nil
+	}
 	var recs []changeRecord
 	for _, f := range []struct {
 		src []byte
