@@ -71,9 +71,11 @@ func New(d Deps) *gin.Engine {
 		r.Use(d.Observe)
 	}
 	r.NoRoute(func(c *gin.Context) {
+		noStoreV1(c)
 		s.write(c, problemResponse(&plans.Error{Code: "not_found", Detail: "no such path"}, requestID(c)))
 	})
 	r.NoMethod(func(c *gin.Context) {
+		noStoreV1(c)
 		s.write(c, problemResponse(&plans.Error{Code: "method_not_allowed", Detail: "the path does not support " + c.Request.Method}, requestID(c)))
 	})
 
@@ -140,6 +142,14 @@ func (s *Server) recover(c *gin.Context) {
 func noStore(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.Next()
+}
+
+// noStoreV1 marks an answer under /v1 that no route group handled (404,
+// 405): every /v1 response carries Cache-Control: no-store.
+func noStoreV1(c *gin.Context) {
+	if p := c.Request.URL.Path; p == "/v1" || strings.HasPrefix(p, "/v1/") {
+		c.Header("Cache-Control", "no-store")
+	}
 }
 
 // write sends a response; errors that are not the contract's are logged.
