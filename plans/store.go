@@ -41,6 +41,9 @@ func interpretError(err error) error {
 		}
 		return err
 	}
+	if e, ok := interpretSQLite(err); ok {
+		return e
+	}
 	var ne net.Error
 	var oe *net.OpError
 	if errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded) ||
