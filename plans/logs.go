@@ -78,9 +78,13 @@ func (s *Service) RecordTokenActivity(ctx context.Context, ta TokenActivity) err
 		return err
 	}
 	row := tokenActivityRow{EnvironmentID: ta.EnvironmentID, ApplicationKey: ta.ApplicationKey, LastIssuedAt: ta.IssuedAt.UTC()}
+	greatest := "GREATEST"
+	if isSQLite(s.db) {
+		greatest = "MAX" // SQLite's MAX of two values; its UTC time text sorts as time
+	}
 	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "environment_id"}, {Name: "application_key"}},
-		DoUpdates: clause.Set{{Column: clause.Column{Name: "last_issued_at"}, Value: gorm.Expr("GREATEST(token_activity.last_issued_at, excluded.last_issued_at)")}},
+		DoUpdates: clause.Set{{Column: clause.Column{Name: "last_issued_at"}, Value: gorm.Expr(greatest + "(token_activity.last_issued_at, excluded.last_issued_at)")}},
 	}).Create(&row).Error
 	return interpretError(err)
 }
