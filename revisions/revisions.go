@@ -86,14 +86,18 @@ func Record(tx *gorm.DB, rev Revision, resources []byte) error {
 // Prune deletes the revisions of env beyond the keep most recent and those
 // expired at now. It returns how many it deleted.
 func Prune(tx *gorm.DB, env string, keep int, now time.Time) (int, error) {
+	noLimit := "" // SQLite has no OFFSET without a LIMIT, and spells "no limit" -1
+	if tx.Dialector.Name() == "sqlite" {
+		noLimit = "LIMIT -1 "
+	}
 	res := tx.Exec(`DELETE FROM config_revisions WHERE environment_id = ? AND (expires_at <= ? OR id IN (
-		SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC OFFSET ?))`, env, now, env, keep)
+		SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC `+noLimit+`OFFSET ?))`, env, now, env, keep)
 	return int(res.RowsAffected), res.Error
 }
 
 // PruneAll prunes every environment: the sweep for quiet environments.
 func PruneAll(ctx context.Context, db *gorm.DB, keep int, now time.Time) (int, error) {
-	res := db.WithContext(ctx).Exec(`DELETE FROM config_revisions r WHERE r.expires_at <= ? OR r.id IN (
+	res := db.WithContext(ctx).Exec(`DELETE FROM config_revisions AS r WHERE r.expires_at <= ? OR r.id IN (
 		SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY environment_id ORDER BY id DESC) AS n
 		FROM config_revisions) ranked WHERE n > ?)`, now, keep)
 	return int(res.RowsAffected), res.Error
@@ -102,7 +106,7 @@ func PruneAll(ctx context.Context, db *gorm.DB, keep int, now time.Time) (int, e
 // visible is the condition of a revision that may be returned: unexpired
 // and among the keep most recent of its environment.
 func visible(db *gorm.DB, env string, keep int, now time.Time) *gorm.DB {
-	return db.Where("environment_id = ? AND expires_at > ? AND id >= COALESCE((SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC OFFSET ? LIMIT 1), '')",
+	return db.Where("environment_id = ? AND expires_at > ? AND id >= COALESCE((SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?), '')",
 		env, now, env, keep-1)
 }
 
