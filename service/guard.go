@@ -28,7 +28,7 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		return
 	}
 	if key == "" || s.d.Idempotency == nil {
-		s.write(c, op(c, ""))
+		s.write(c, op(c.Request.Context(), ""))
 		return
 	}
 	params := map[string]string{}
@@ -37,7 +37,7 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 	}
 	fp := idempotency.Fingerprint(s.d.IdempotencySecret, c.Request.Method, c.FullPath(), params, c.Request.URL.RawQuery, body)
 	scope := actor(c).APIKeyID
-	claim, err := s.d.Idempotency.Claim(c, scope, key, fp, s.d.IdempotencyLease)
+	claim, err := s.d.Idempotency.Claim(c.Request.Context(), scope, key, fp, s.d.IdempotencyLease)
 	if err != nil {
 		s.d.Log.WarnContext(c, "idempotency store unavailable", "request_id", requestID(c), "error", err)
 		s.fail(c, &plans.Error{Code: "service_unavailable", Detail: "the idempotency store is unavailable; the request did not run",
@@ -62,8 +62,8 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 			Extra: map[string]any{"retry_after": max(secs, 1)}})
 		return
 	}
-	holder := idempotency.Hold(c, s.d.Idempotency, scope, key, claim.Token, s.d.IdempotencyLease)
-	r := op(c, fp)
+	holder := idempotency.Hold(c.Request.Context(), s.d.Idempotency, scope, key, claim.Token, s.d.IdempotencyLease)
+	r := op(c.Request.Context(), fp)
 	holder.Stop()
 	if holder.LeaseLost() {
 		s.d.Log.WarnContext(c, "idempotency lease lost while the request ran", "request_id", requestID(c))
@@ -75,11 +75,11 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 				stored.Header[h] = v
 			}
 		}
-		if err := idempotency.CompleteWithoutCancel(c, s.d.Idempotency, scope, key, claim.Token, stored, idempotency.DefaultRetention); err != nil {
+		if err := idempotency.CompleteWithoutCancel(c.Request.Context(), s.d.Idempotency, scope, key, claim.Token, stored, idempotency.DefaultRetention); err != nil {
 			// The operation ran: the client still gets its real answer.
 			s.d.Log.WarnContext(c, "storing an idempotent response failed", "request_id", requestID(c), "error", err)
 		}
-	} else if err := idempotency.ReleaseWithoutCancel(c, s.d.Idempotency, scope, key, claim.Token); err != nil {
+	} else if err := idempotency.ReleaseWithoutCancel(c.Request.Context(), s.d.Idempotency, scope, key, claim.Token); err != nil {
 		s.d.Log.WarnContext(c, "releasing an idempotency key failed; its lease will", "request_id", requestID(c), "error", err)
 	}
 	s.write(c, r)

@@ -19,7 +19,7 @@ func (s *Server) exportConfig(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	ex, err := s.d.Plans.ExportConfig(c, actor(c), kinds)
+	ex, err := s.d.Plans.ExportConfig(c.Request.Context(), actor(c), kinds)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -52,7 +52,7 @@ func (s *Server) createPlan(c *gin.Context) {
 }
 
 func (s *Server) getPlan(c *gin.Context) {
-	p, err := s.d.Plans.GetPlan(c, actor(c), c.Param("id"))
+	p, err := s.d.Plans.GetPlan(c.Request.Context(), actor(c), c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -66,7 +66,7 @@ func (s *Server) listPlans(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	pg, err := s.d.Plans.ListPlans(c, actor(c), c.Query("status"), lp)
+	pg, err := s.d.Plans.ListPlans(c.Request.Context(), actor(c), c.Query("status"), lp)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -80,7 +80,7 @@ func (s *Server) listEvents(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	pg, err := s.d.Plans.ListEvents(c, actor(c), c.Param("id"), lp)
+	pg, err := s.d.Plans.ListEvents(c.Request.Context(), actor(c), c.Param("id"), lp)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -164,7 +164,7 @@ func viewRevision(r *revisions.Revision, withResources bool) revisionView {
 }
 
 func (s *Server) getRevision(c *gin.Context) {
-	rev, err := s.d.Plans.GetRevision(c, actor(c), c.Param("id"))
+	rev, err := s.d.Plans.GetRevision(c.Request.Context(), actor(c), c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -178,7 +178,7 @@ func (s *Server) listRevisions(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	pg, err := s.d.Plans.ListRevisions(c, actor(c), lp)
+	pg, err := s.d.Plans.ListRevisions(c.Request.Context(), actor(c), lp)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -266,7 +266,7 @@ func (s *Server) listLogs(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	pg, err := s.d.Plans.ListLogs(c, actor(c), c.Query("type"), lp)
+	pg, err := s.d.Plans.ListLogs(c.Request.Context(), actor(c), c.Query("type"), lp)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -285,7 +285,7 @@ func (s *Server) tokenActivity(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := s.d.Plans.RecordTokenActivity(c, ta); err != nil {
+	if err := s.d.Plans.RecordTokenActivity(c.Request.Context(), ta); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -298,7 +298,7 @@ func (s *Server) putPolicies(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	p, err := s.d.Plans.PutPolicies(c, c.Param("id"), body)
+	p, err := s.d.Plans.PutPolicies(c.Request.Context(), c.Param("id"), body)
 	if err != nil {
 		s.fail(c, err)
 		return

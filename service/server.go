@@ -183,7 +183,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.fail(c, plans.ErrUnauthenticated)
 		return
 	}
-	a, err := s.d.Plans.Authenticate(c, strings.TrimSpace(secret))
+	a, err := s.d.Plans.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -244,7 +244,7 @@ func (s *Server) readyz(c *gin.Context) {
 		return
 	}
 	if s.d.Ready != nil {
-		ctx, cancel := context.WithTimeout(c, 2*time.Second)
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 		defer cancel()
 		if err := s.d.Ready(ctx); err != nil {
 			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "detail": err.Error()})
