@@ -56,7 +56,8 @@ var errRollback = errors.New("validate only: roll back")
 
 // Apply applies a stored plan to the actor's environment (§6), answering
 // the first error of the contract's table that applies.
-func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
+func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyRequest, opt ApplyOptions) (result ApplyResult, err error) {
+	defer s.observeApply(time.Now(), opt.ValidateOnly, &result, &err)
 	p, err := s.loadPlan(ctx, s.db, a.EnvironmentID, planID)
 	if err != nil {
 		return ApplyResult{}, err

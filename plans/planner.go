@@ -88,7 +88,8 @@ func (pr *PlanRequest) RequiredPermissions() []string {
 
 // CreatePlan computes and stores a plan for the actor's environment.
 // admit runs the rate and capacity checks once the permissions are known.
-func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admit func(context.Context) (func(), error)) (*Plan, error) {
+func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admit func(context.Context) (func(), error)) (_ *Plan, err error) {
+	defer s.observePlanCreated(&err)
 	if err := a.Require(pr.RequiredPermissions()...); err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admi
 		defer release()
 	}
 	var plan *Plan
-	err := s.inTx(ctx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+	err = s.inTx(ctx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
 		p, err := s.computePlan(ctx, tx, a, pr.Doc, pr.Prune, pr.Problems)
 		if err != nil {
 			return err

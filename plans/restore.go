@@ -15,7 +15,8 @@ import (
 // of a revision back to its recorded state: a resource the apply created is
 // deleted, the others get their former spec back. It needs the permissions
 // of plan creation over the revision's types.
-func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID string, admit func(context.Context) (func(), error)) (*Plan, error) {
+func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID string, admit func(context.Context) (func(), error)) (_ *Plan, err error) {
+	defer s.observePlanCreated(&err)
 	rev, err := s.GetRevision(ctx, a, revisionID, PermConfigWrite)
 	if err != nil {
 		return nil, err

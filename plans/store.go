@@ -100,6 +100,11 @@ type Hooks struct {
 	Federation Federation
 	// Revisions is told of revision writes (metrics).
 	OnRevisionsPruned func(n int)
+	// OnApply is told of every apply request once it is answered (metrics).
+	OnApply func(ApplyObservation)
+	// OnPlanCreated is told of every plan creation, a restore included, by
+	// its outcome: "created" or the code of the error answered (metrics).
+	OnPlanCreated func(outcome string)
 }
 
 // NewService builds the domain service.

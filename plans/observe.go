@@ -1,0 +1,70 @@
+package plans
+
+import (
+	"errors"
+	"time"
+)
+
+// ApplyObservation describes one answered apply request, for the metrics.
+type ApplyObservation struct {
+	// Outcome is "applied", "validated" (a validate_only request that passed
+	// every check), "replayed" (an Idempotency-Key retry of an applied plan)
+	// or the code of the error answered.
+	Outcome      string
+	ValidateOnly bool
+	// Changes is the number of changes of the plan; 0 when the apply failed.
+	Changes  int
+	Duration time.Duration
+}
+
+// ErrorCode is the contract's code of the answer to err: the code of a
+// domain error, not_found or service_unavailable for the storage sentinels,
+// internal_error for anything else.
+func ErrorCode(err error) string {
+	var de *Error
+	switch {
+	case errors.As(err, &de):
+		return de.Code
+	case errors.Is(err, ErrUnavailable):
+		return "service_unavailable"
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	}
+	return "internal_error"
+}
+
+// observeApply tells the OnApply hook how an apply ended. It is deferred
+// with pointers to the apply's results.
+func (s *Service) observeApply(start time.Time, validateOnly bool, res *ApplyResult, err *error) {
+	if s.hooks.OnApply == nil {
+		return
+	}
+	o := ApplyObservation{ValidateOnly: validateOnly, Duration: time.Since(start)}
+	switch {
+	case *err != nil:
+		o.Outcome = ErrorCode(*err)
+	case res.Replayed:
+		o.Outcome = "replayed"
+	case validateOnly:
+		o.Outcome = "validated"
+	default:
+		o.Outcome = "applied"
+	}
+	if *err == nil && res.Plan != nil {
+		o.Changes = len(res.Plan.Changes)
+	}
+	s.hooks.OnApply(o)
+}
+
+// observePlanCreated tells the OnPlanCreated hook how a plan creation
+// ended. It is deferred with a pointer to the creation's error.
+func (s *Service) observePlanCreated(err *error) {
+	if s.hooks.OnPlanCreated == nil {
+		return
+	}
+	if *err != nil {
+		s.hooks.OnPlanCreated(ErrorCode(*err))
+		return
+	}
+	s.hooks.OnPlanCreated("created")
+}
