@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +45,8 @@ type Deps struct {
 	Metrics http.Handler
 	// Observe, when set, wraps every request (metrics, access log).
 	Observe gin.HandlerFunc
+	// Hooks observe requests, idempotency and admission (metrics).
+	Hooks Hooks
 }
 
 // Server is the HTTP API.
@@ -66,7 +67,7 @@ func New(d Deps) *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(s.requestID, s.recover)
+	r.Use(s.requestID, s.observe, s.recover, s.refuseWhileDraining)
 	if d.Observe != nil {
 		r.Use(d.Observe)
 	}
@@ -106,16 +107,9 @@ func New(d Deps) *gin.Engine {
 	return r
 }
 
-var incomingRequestID = regexp.MustCompile(`^req_[0-9a-z]{26}$`)
-
-// requestID gives every request a Request-Id: a well-formed incoming one
-// is kept, otherwise a new one is made.
+// requestID gives every request a Request-Id (see startRequest).
 func (s *Server) requestID(c *gin.Context) {
-	id := c.GetHeader("Request-Id")
-	if !incomingRequestID.MatchString(id) {
-		id = plans.NewID(plans.PrefixRequest)
-	}
-	c.Set("request_id", id)
+	id := s.startRequest(c)
 	c.Header("Request-Id", id)
 	c.Next()
 }

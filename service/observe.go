@@ -1,0 +1,350 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/ratelimit"
+)
+
+// Hooks are optional observers of the HTTP layer (metrics). Every value
+// they are given comes from a fixed set: never an id, a key or a path.
+type Hooks struct {
+	// OnRequestStart and OnRequest bracket every request; route is the
+	// route's template ("unmatched" when no route matched).
+	OnRequestStart func()
+	OnRequest      func(method, route string, status int, d time.Duration)
+	// OnIdempotency is told how an Idempotency-Key was handled: claimed,
+	// replayed, mismatch, in_use or store_unavailable.
+	OnIdempotency func(outcome string)
+	// OnRateLimit is told of every rate-limit decision: allowed, limited
+	// (with the denying policy) or failed_open.
+	OnRateLimit func(decision, policy string)
+	// OnFleetSaturated is told when the fleet's apply capacity refused a request.
+	OnFleetSaturated func()
+	// OnLeaseLost is told when a lease could not be renewed while its
+	// request ran: "idempotency", "inflight" or "fleet".
+	OnLeaseLost func(lease string)
+}
+
+// requestInfo identifies the request a context belongs to, for the logs.
+type requestInfo struct {
+	id, traceID string
+}
+
+type requestInfoKey struct{}
+
+// RequestID returns the Request-Id of the request ctx belongs to ("" when
+// none).
+func RequestID(ctx context.Context) string {
+	info, _ := ctx.Value(requestInfoKey{}).(requestInfo)
+	return info.id
+}
+
+// traceparent is a W3C Trace Context header: version, trace id, parent id,
+// flags (a later version may append fields after a "-").
+var traceparent = regexp.MustCompile(`^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$`)
+
+// traceID returns the trace id of a well-formed traceparent header ("" if
+// there is none or it is not valid).
+func traceID(h string) string {
+	m := traceparent.FindStringSubmatch(h)
+	if m == nil || m[1] == "ff" || (m[1] == "00" && m[5] != "") ||
+		m[2] == strings.Repeat("0", 32) || m[3] == strings.Repeat("0", 16) {
+		return ""
+	}
+	return m[2]
+}
+
+// startRequest gives the request its Request-Id: a well-formed incoming
+// one (req_ and a ULID) is kept, otherwise a new one is made. A W3C
+// traceparent does not make the Request-Id (one trace spans many requests,
+// which must keep ids of their own); its trace id goes into the logs as
+// trace_id. Both ride on the request's context, so that every log line of
+// the request carries them.
+func (s *Server) startRequest(c *gin.Context) string {
+	id := c.GetHeader("Request-Id")
+	if !plans.ValidID(plans.PrefixRequest, id) {
+		id = plans.NewID(plans.PrefixRequest)
+	}
+	info := requestInfo{id: id, traceID: traceID(c.GetHeader("traceparent"))}
+	c.Set("request_id", id)
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), requestInfoKey{}, info))
+	return id
+}
+
+// probe reports whether a path is one of the operator's endpoints, which
+// answer while the process drains and are logged at debug level.
+func probe(path string) bool {
+	return path == "/healthz" || path == "/readyz" || path == "/metrics"
+}
+
+// observe writes one access log line per request and tells the metrics.
+// The line never holds a request body: method, route template, status,
+// duration, the request's ids and the ids of the plan or revision it is
+// about.
+func (s *Server) observe(c *gin.Context) {
+	start := time.Now()
+	if s.d.Hooks.OnRequestStart != nil {
+		s.d.Hooks.OnRequestStart()
+	}
+	w := &codeSniffer{ResponseWriter: c.Writer}
+	c.Writer = w
+	defer func() {
+		d := time.Since(start)
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := w.Status()
+		if s.d.Hooks.OnRequest != nil {
+			s.d.Hooks.OnRequest(c.Request.Method, route, status, d)
+		}
+		attrs := []slog.Attr{
+			slog.String("method", c.Request.Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Float64("duration_ms", math.Round(float64(d.Microseconds()))/1000),
+			slog.String("request_id", requestID(c)),
+		}
+		if route == "unmatched" {
+			attrs = append(attrs, slog.String("path", c.Request.URL.Path))
+		}
+		for _, k := range []string{"environment_id", "api_key_id"} {
+			if v := c.GetString(k); v != "" {
+				attrs = append(attrs, slog.String(k, v))
+			}
+		}
+		if id := resourceID(c, "/v1/config-plans/:id", plans.PrefixPlan); id != "" {
+			attrs = append(attrs, slog.String("plan_id", id))
+		}
+		if id := resourceID(c, "/v1/config-revisions/:id", plans.PrefixRevision); id != "" {
+			attrs = append(attrs, slog.String("revision_id", id))
+		}
+		if w.code != "" {
+			attrs = append(attrs, slog.String("code", w.code))
+		}
+		if w.Header().Get("Idempotent-Replayed") == "true" {
+			attrs = append(attrs, slog.Bool("replayed", true))
+		}
+		level := slog.LevelInfo
+		switch {
+		case probe(c.Request.URL.Path) && status < 500:
+			level = slog.LevelDebug
+		case status == http.StatusInternalServerError:
+			level = slog.LevelError
+		case status >= 500:
+			level = slog.LevelWarn
+		}
+		s.d.Log.LogAttrs(c.Request.Context(), level, "request", attrs...)
+	}()
+	c.Next()
+}
+
+// resourceID returns the id of the plan (or revision) a request is about:
+// the {id} of its route (without a custom verb), else the plan a 201 made
+// (its Location). Only a well-formed id is returned.
+func resourceID(c *gin.Context, route, prefix string) string {
+	if c.FullPath() == route || strings.HasPrefix(c.FullPath(), route+"/") {
+		id, _, _ := strings.Cut(c.Param("id"), ":")
+		if plans.ValidID(prefix, id) {
+			return id
+		}
+	}
+	if id, ok := strings.CutPrefix(c.Writer.Header().Get("Location"), strings.TrimSuffix(route, ":id")); ok && plans.ValidID(prefix, id) {
+		return id
+	}
+	return ""
+}
+
+// codeSniffer keeps the code of a problem response for the access log.
+type codeSniffer struct {
+	gin.ResponseWriter
+	code    string
+	sniffed bool
+}
+
+var problemCodeFormat = regexp.MustCompile(`^[a-z_]{1,64}$`)
+
+func (w *codeSniffer) sniff(b []byte) {
+	if w.sniffed {
+		return
+	}
+	w.sniffed = true
+	if w.Status() < 400 || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/problem+json") {
+		return
+	}
+	var p struct {
+		Code string `json:"code"`
+	}
+	if json.Unmarshal(b, &p) == nil && problemCodeFormat.MatchString(p.Code) {
+		w.code = p.Code
+	}
+}
+
+func (w *codeSniffer) Write(b []byte) (int, error) {
+	w.sniff(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *codeSniffer) WriteString(s string) (int, error) {
+	w.sniff([]byte(s))
+	return w.ResponseWriter.WriteString(s)
+}
+
+// refuseWhileDraining answers 503 to every request but the operator's
+// endpoints once the process drains: the requests already running finish,
+// new ones go to another replica.
+func (s *Server) refuseWhileDraining(c *gin.Context) {
+	if s.d.Draining == nil || !s.d.Draining() || probe(c.Request.URL.Path) {
+		c.Next()
+		return
+	}
+	c.Header("Connection", "close")
+	s.fail(c, &plans.Error{Code: "service_unavailable", Detail: "the server is shutting down; retry the request",
+		Extra: map[string]any{"retry_after": 1}})
+}
+
+// Hook calls of the idempotency and admission guards.
+
+func (s *Server) observeIdempotency(outcome string) {
+	if s.d.Hooks.OnIdempotency != nil {
+		s.d.Hooks.OnIdempotency(outcome)
+	}
+}
+
+func (s *Server) observeClaim(o idempotency.Outcome) {
+	switch o {
+	case idempotency.Claimed:
+		s.observeIdempotency("claimed")
+	case idempotency.Replay:
+		s.observeIdempotency("replayed")
+	case idempotency.Mismatch:
+		s.observeIdempotency("mismatch")
+	case idempotency.InUse:
+		s.observeIdempotency("in_use")
+	}
+}
+
+func (s *Server) observeRateLimit(d ratelimit.Decision) {
+	if s.d.Hooks.OnRateLimit == nil {
+		return
+	}
+	switch {
+	case d.FailedOpen:
+		s.d.Hooks.OnRateLimit("failed_open", "")
+	case d.Allowed:
+		s.d.Hooks.OnRateLimit("allowed", "")
+	default:
+		s.d.Hooks.OnRateLimit("limited", d.Policy)
+	}
+}
+
+func (s *Server) observeFleetSaturated() {
+	if s.d.Hooks.OnFleetSaturated != nil {
+		s.d.Hooks.OnFleetSaturated()
+	}
+}
+
+// leaseLost returns the onLost callback of a lease's renewals.
+func (s *Server) leaseLost(lease string) func() {
+	return func() {
+		if s.d.Hooks.OnLeaseLost != nil {
+			s.d.Hooks.OnLeaseLost(lease)
+		}
+	}
+}
+
+// NewLogger returns the service's logger: JSON lines at level or above. A
+// record logged with a request's context carries its request_id (and the
+// trace_id of its traceparent), and an error attribute is written as its
+// message with the chain of its causes.
+func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
+	return slog.New(contextHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: errorChain})})
+}
+
+// contextHandler adds the request's ids to the records logged with its
+// context.
+type contextHandler struct{ slog.Handler }
+
+func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
+	if ctx == nil {
+		return h.Handler.Handle(ctx, r)
+	}
+	info, ok := ctx.Value(requestInfoKey{}).(requestInfo)
+	if !ok {
+		return h.Handler.Handle(ctx, r)
+	}
+	has := map[string]bool{}
+	r.Attrs(func(a slog.Attr) bool {
+		has[a.Key] = true
+		return true
+	})
+	r = r.Clone()
+	if !has["request_id"] {
+		r.AddAttrs(slog.String("request_id", info.id))
+	}
+	if info.traceID != "" && !has["trace_id"] {
+		r.AddAttrs(slog.String("trace_id", info.traceID))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h contextHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return contextHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h contextHandler) WithGroup(name string) slog.Handler {
+	return contextHandler{h.Handler.WithGroup(name)}
+}
+
+// maxCauses bounds the causes written for one error.
+const maxCauses = 16
+
+// errorChain writes an error attribute as {"message", "causes": [{"type",
+// "message"}…]}: the wrapped errors, outermost first, so that a log line
+// tells which error of which package failed (a driver's, a context's…).
+func errorChain(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindAny {
+		return a
+	}
+	err, ok := a.Value.Any().(error)
+	if !ok || err == nil {
+		return a
+	}
+	type cause struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	var causes []cause
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil || len(causes) >= maxCauses {
+			return
+		}
+		causes = append(causes, cause{Type: fmt.Sprintf("%T", e), Message: e.Error()})
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				walk(inner)
+			}
+		default:
+			walk(errors.Unwrap(e))
+		}
+	}
+	walk(err)
+	return slog.Attr{Key: a.Key, Value: slog.GroupValue(slog.String("message", err.Error()), slog.Any("causes", causes))}
+}
