@@ -39,11 +39,13 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 	scope := actor(c).APIKeyID
 	claim, err := s.d.Idempotency.Claim(c.Request.Context(), scope, key, fp, s.d.IdempotencyLease)
 	if err != nil {
+		s.observeIdempotency("store_unavailable")
 		s.d.Log.WarnContext(c, "idempotency store unavailable", "request_id", requestID(c), "error", err)
 		s.fail(c, &plans.Error{Code: "service_unavailable", Detail: "the idempotency store is unavailable; the request did not run",
 			Extra: map[string]any{"retry_after": 1}})
 		return
 	}
+	s.observeClaim(claim.Outcome)
 	switch claim.Outcome {
 	case idempotency.Replay:
 		r := response{status: claim.Response.Status, header: http.Header{}, body: claim.Response.Body}
@@ -66,6 +68,7 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 	r := op(c.Request.Context(), fp)
 	holder.Stop()
 	if holder.LeaseLost() {
+		s.leaseLost("idempotency")()
 		s.d.Log.WarnContext(c, "idempotency lease lost while the request ran", "request_id", requestID(c))
 	}
 	if idempotency.Storable(r.status, problemCode(r)) {
@@ -111,6 +114,7 @@ func (s *Server) admitter(c *gin.Context) func(context.Context) (func(), error) 
 		if err != nil {
 			return nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
 		}
+		s.observeRateLimit(d)
 		c.Header("RateLimit-Policy", ratelimit.PolicyHeader(s.d.RateLimit))
 		if !d.FailedOpen {
 			c.Header("RateLimit", ratelimit.RateLimitHeader(d))
@@ -122,7 +126,7 @@ func (s *Server) admitter(c *gin.Context) func(context.Context) (func(), error) 
 				Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
 		}
 		lease := s.d.RateLimit.WithDefaults().Lease
-		stopSlot := ratelimit.Hold(slot, lease/3, nil)
+		stopSlot := ratelimit.Hold(slot, lease/3, s.leaseLost("inflight"))
 		release := func() { stopSlot(); slot.Release() }
 		if s.d.Fleet != nil {
 			ok, retry, fslot, err := s.d.Fleet.Acquire(ctx)
@@ -131,12 +135,13 @@ func (s *Server) admitter(c *gin.Context) func(context.Context) (func(), error) 
 				return nil, fmt.Errorf("fleet capacity: %w", plans.ErrUnavailable)
 			}
 			if !ok {
+				s.observeFleetSaturated()
 				release()
 				secs := max(int(math.Ceil(retry.Seconds())), 1)
 				return nil, &plans.Error{Code: "service_unavailable", Detail: "the fleet's apply capacity is saturated; nothing was written",
 					Extra: map[string]any{"retry_after": secs}}
 			}
-			stopFleet := ratelimit.Hold(fslot, lease/3, nil)
+			stopFleet := ratelimit.Hold(fslot, lease/3, s.leaseLost("fleet"))
 			inner := release
 			release = func() { stopFleet(); fslot.Release(); inner() }
 		}
