@@ -16,6 +16,9 @@ import (
 //go:embed postgres/*.sql
 var postgresFiles embed.FS
 
+//go:embed sqlite/*.sql
+var sqliteFiles embed.FS
+
 // Migration is one numbered SQL file.
 type Migration struct {
 	Version string
@@ -24,6 +27,10 @@ type Migration struct {
 
 // Postgres returns the PostgreSQL migrations in order.
 func Postgres() ([]Migration, error) { return load(postgresFiles, "postgres") }
+
+// SQLite returns the migrations of the embedded storage of dev mode, in
+// order: the same versions, tables and columns as Postgres.
+func SQLite() ([]Migration, error) { return load(sqliteFiles, "sqlite") }
 
 func load(fsys fs.FS, dir string) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, dir)
@@ -62,34 +69,56 @@ func Up(ctx context.Context, db *gorm.DB) ([]string, error) {
 			return fmt.Errorf("migrate: lock: %w", err)
 		}
 		defer conn.Exec("SELECT pg_advisory_unlock(?)", migrateLockID)
-		if err := conn.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-			version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`).Error; err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		var done []string
-		if err := conn.Raw("SELECT version FROM schema_migrations").Scan(&done).Error; err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		have := map[string]bool{}
-		for _, v := range done {
-			have[v] = true
-		}
-		for _, m := range ms {
-			if have[m.Version] {
-				continue
-			}
-			err := conn.Transaction(func(tx *gorm.DB) error {
-				if err := tx.Exec(m.SQL).Error; err != nil {
-					return err
-				}
-				return tx.Exec("INSERT INTO schema_migrations (version) VALUES (?)", m.Version).Error
-			})
-			if err != nil {
-				return fmt.Errorf("migrate %s: %w", m.Version, err)
-			}
-			applied = append(applied, m.Version)
-		}
-		return nil
+		var err error
+		applied, err = apply(conn, ms, "timestamptz NOT NULL DEFAULT now()")
+		return err
 	})
 	return applied, err
+}
+
+// UpSQLite applies every SQLite migration not applied yet, each in its own
+// transaction. SQLite has no advisory lock: the one process that opens the
+// database (dev mode holds a lock file) is the only one migrating it.
+func UpSQLite(ctx context.Context, db *gorm.DB) ([]string, error) {
+	if name := db.Dialector.Name(); name != "sqlite" {
+		return nil, fmt.Errorf("migrate: UpSQLite on a %s database", name)
+	}
+	ms, err := SQLite()
+	if err != nil {
+		return nil, err
+	}
+	return apply(db.WithContext(ctx), ms, "DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP")
+}
+
+// apply runs the migrations of ms that schema_migrations does not list.
+func apply(conn *gorm.DB, ms []Migration, appliedAtType string) ([]string, error) {
+	var applied []string
+	if err := conn.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version text PRIMARY KEY, applied_at ` + appliedAtType + `)`).Error; err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	var done []string
+	if err := conn.Raw("SELECT version FROM schema_migrations").Scan(&done).Error; err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	have := map[string]bool{}
+	for _, v := range done {
+		have[v] = true
+	}
+	for _, m := range ms {
+		if have[m.Version] {
+			continue
+		}
+		err := conn.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec(m.SQL).Error; err != nil {
+				return err
+			}
+			return tx.Exec("INSERT INTO schema_migrations (version) VALUES (?)", m.Version).Error
+		})
+		if err != nil {
+			return nil, fmt.Errorf("migrate %s: %w", m.Version, err)
+		}
+		applied = append(applied, m.Version)
+	}
+	return applied, nil
 }

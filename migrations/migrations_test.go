@@ -1,0 +1,150 @@
+package migrations_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/migrations"
+	"github.com/keenauth/configplans/test/testdb"
+)
+
+func TestSQLiteMigrationsHaveThePostgresVersions(t *testing.T) {
+	t.Parallel()
+	pg, err := migrations.Postgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lite, err := migrations.SQLite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := func(ms []migrations.Migration) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Version)
+		}
+		return out
+	}
+	if diff := cmp.Diff(versions(pg), versions(lite)); diff != "" {
+		t.Fatalf("every PostgreSQL migration needs its SQLite twin (-postgres +sqlite):\n%s", diff)
+	}
+}
+
+// column is what both dialects must agree on, with the PostgreSQL type
+// written as the SQLite type that stands for it.
+type column struct {
+	Type       string
+	NotNull    bool
+	PrimaryKey bool
+}
+
+var sqliteTypeOf = map[string]string{
+	"text": "TEXT", "jsonb": "TEXT", "bytea": "BLOB", "bigint": "INTEGER", "integer": "INTEGER",
+	"boolean": "BOOLEAN", "timestamp with time zone": "DATETIME",
+}
+
+func postgresSchema(t *testing.T, db *gorm.DB) (map[string]map[string]column, []string) {
+	var cols []struct {
+		TableName, ColumnName, DataType, IsNullable string
+		PrimaryKey                                  bool
+	}
+	err := db.Raw(`SELECT c.table_name, c.column_name, c.data_type, c.is_nullable,
+		EXISTS (SELECT 1 FROM information_schema.key_column_usage k
+			JOIN information_schema.table_constraints tc ON tc.constraint_name = k.constraint_name AND tc.table_name = k.table_name
+			WHERE tc.constraint_type = 'PRIMARY KEY' AND k.table_name = c.table_name AND k.column_name = c.column_name) AS primary_key
+		FROM information_schema.columns c WHERE c.table_schema = 'public' AND c.table_name <> 'schema_migrations'`).Scan(&cols).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]column{}
+	for _, c := range cols {
+		typ, ok := sqliteTypeOf[c.DataType]
+		if !ok {
+			t.Fatalf("%s.%s: PostgreSQL type %q has no SQLite counterpart in this test", c.TableName, c.ColumnName, c.DataType)
+		}
+		if out[c.TableName] == nil {
+			out[c.TableName] = map[string]column{}
+		}
+		out[c.TableName][c.ColumnName] = column{Type: typ, NotNull: c.IsNullable == "NO", PrimaryKey: c.PrimaryKey}
+	}
+	var indexes []string
+	if err := db.Raw(`SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND indexname NOT LIKE '%_pkey' ORDER BY indexname`).Scan(&indexes).Error; err != nil {
+		t.Fatal(err)
+	}
+	return out, indexes
+}
+
+func sqliteSchema(t *testing.T, db *gorm.DB) (map[string]map[string]column, []string) {
+	var tables []string
+	if err := db.Raw(`SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_migrations'`).Scan(&tables).Error; err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]column{}
+	for _, table := range tables {
+		var cols []struct {
+			Name    string
+			Type    string
+			NotNull bool
+			PK      int
+		}
+		if err := db.Raw(`SELECT name, type, "notnull" AS not_null, pk FROM pragma_table_info(?)`, table).Scan(&cols).Error; err != nil {
+			t.Fatal(err)
+		}
+		out[table] = map[string]column{}
+		for _, c := range cols {
+			// A primary-key column is NOT NULL in PostgreSQL whatever it says.
+			out[table][c.Name] = column{Type: c.Type, NotNull: c.NotNull || c.PK > 0, PrimaryKey: c.PK > 0}
+		}
+	}
+	var indexes []string
+	if err := db.Raw(`SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name`).Scan(&indexes).Error; err != nil {
+		t.Fatal(err)
+	}
+	return out, indexes
+}
+
+func TestSQLiteSchemaHasThePostgresTablesColumnsAndIndexes(t *testing.T) {
+	t.Parallel()
+	pgTables, pgIndexes := postgresSchema(t, testdb.New(t).DB)
+	liteTables, liteIndexes := sqliteSchema(t, testdb.NewSQLite(t).DB)
+	if len(pgTables) == 0 {
+		t.Fatal("no PostgreSQL tables read")
+	}
+	if diff := cmp.Diff(pgTables, liteTables); diff != "" {
+		t.Errorf("tables and columns differ (-postgres +sqlite):\n%s", diff)
+	}
+	if diff := cmp.Diff(pgIndexes, liteIndexes); diff != "" {
+		t.Errorf("indexes differ (-postgres +sqlite):\n%s", diff)
+	}
+}
+
+func TestUpSQLiteAppliesEachMigrationOnce(t *testing.T) {
+	t.Parallel()
+	d := testdb.NewSQLite(t) // migrated once already
+	applied, err := migrations.UpSQLite(context.Background(), d.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != 0 {
+		t.Fatalf("second run applied %v", applied)
+	}
+	var versions []string
+	if err := d.DB.Raw("SELECT version FROM schema_migrations ORDER BY version").Scan(&versions).Error; err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := migrations.SQLite()
+	if len(versions) != len(ms) || versions[0] != ms[0].Version {
+		t.Fatalf("schema_migrations = %v, want the %d versions of SQLite()", versions, len(ms))
+	}
+}
+
+func TestUpSQLiteRefusesAPostgresDatabase(t *testing.T) {
+	t.Parallel()
+	_, err := migrations.UpSQLite(context.Background(), testdb.New(t).DB)
+	if err == nil {
+		t.Fatal("UpSQLite ran on PostgreSQL")
+	}
+}
