@@ -136,8 +136,13 @@ func (s *Service) inTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *
 			return fn(tx)
 		}, &sql.TxOptions{Isolation: iso})
 		err = interpretErrorKeep(err)
-		if !errors.Is(err, errRetry) || attempt >= s.cfg.MaxTxAttempts {
+		if !errors.Is(err, errRetry) {
 			return err
+		}
+		if attempt >= s.cfg.MaxTxAttempts {
+			// Still conflicting after every attempt: the directory is too
+			// busy to answer now, and nothing was written.
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		if s.hooks.OnTxRetry != nil {
 			s.hooks.OnTxRetry()
