@@ -524,6 +524,16 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 
 	updates := map[string]any{"revision_id": out.revisionID, "applied_by": a.APIKeyID,
 		"idempotency_fingerprint": nullable(opt.IdempotencyFingerprint)}
+	// A created connection's change shows its new id from now on (§5).
+	if len(out.connIDs) > 0 {
+		changes := slices.Clone(p.Changes)
+		for i, c := range changes {
+			if id, ok := out.connIDs[c.Key]; ok && c.Kind == KindConnection {
+				changes[i].ResourceID = json.RawMessage(mustJSON(id))
+			}
+		}
+		updates["changes"] = JSON(mustJSON(changeRecords(changes)))
+	}
 	if !out.material {
 		updates["status"], updates["applied_at"], updates["lease_token"], updates["lease_until"] = StatusApplied, now, "", nil
 	}
