@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/metrics"
 	"github.com/keenauth/configplans/migrations"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
@@ -75,7 +78,7 @@ func createDatabase(ctx context.Context, dsn string) error {
 }
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return service.NewLogger(w, level)
 }
 
 // newRedis builds a client that fails fast when Redis is down: one dial
@@ -201,17 +204,23 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 		return errors.New("KEENAUTHD_IDEMPOTENCY_SECRET is required: every replica must share it so that a retry matches on any of them")
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	m := metrics.New()
 	hooks := plans.Hooks{}
 	if cfg.FederationURL != "" {
 		hooks.Federation = federation.NewHTTPClient(federation.HTTPConfig{BaseURL: cfg.FederationURL, Token: cfg.FederationToken, Timeout: cfg.FederationTimeout})
 	} else {
 		log.Warn("KEENAUTHD_FEDERATION_URL is not set: plans that write OIDC material will be answered 503")
 	}
-	svc, db, err := domain(ctx, cfg, log, hooks)
+	svc, db, err := domain(ctx, cfg, log, m.Plans(hooks))
 	if err != nil {
 		return err
 	}
 	defer closeDB(db)
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	m.RegisterDB(sqlDB, "primary")
 	if !*noMigrate {
 		if _, err := migrations.Up(ctx, db); err != nil {
 			return err
@@ -222,25 +231,29 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer rdb.Close()
+	m.RegisterRedis(rdb)
 	if policy, evicting, err := idempotency.CheckEvictionPolicy(ctx, rdb); err != nil {
 		log.Warn("could not read Redis maxmemory-policy", "error", err)
 	} else if evicting {
 		log.Warn("Redis maxmemory-policy can evict idempotency records; PostgreSQL still answers replays of applied plans, but set noeviction", "policy", policy)
 	}
 	rl := ratelimit.Config{Quota: cfg.RateLimitQuota, Window: cfg.RateLimitWindow, Inflight: cfg.InflightLimit, Lease: 2 * cfg.ApplyLease}
+	limiter := ratelimit.NewRedisLimiter(rdb, "keenauthd:", rl, log)
+	fleet := ratelimit.NewRedisFleet(rdb, "keenauthd:", cfg.FleetApplyLimit, 2*cfg.ApplyLease, rl.WithDefaults().CallTimeout, log)
+	m.RegisterFailOpens("limiter", limiter)
+	m.RegisterFailOpens("fleet", fleet)
 	var draining atomic.Bool
 	handler := service.New(service.Deps{
 		Plans:             svc,
 		Idempotency:       idempotency.NewRedisStore(rdb, "keenauthd:"),
 		IdempotencySecret: []byte(cfg.IdempotencySecret),
 		IdempotencyLease:  2 * cfg.ApplyLease,
-		Limiter:           ratelimit.NewRedisLimiter(rdb, "keenauthd:", rl, log),
-		Fleet:             ratelimit.NewRedisFleet(rdb, "keenauthd:", cfg.FleetApplyLimit, 2*cfg.ApplyLease, rl.WithDefaults().CallTimeout, log),
+		Limiter:           limiter,
+		Fleet:             fleet,
 		RateLimit:         rl,
 		InternalToken:     cfg.InternalToken,
 		Log:               log,
 		Ready: func(ctx context.Context) error {
-			sqlDB, _ := db.DB()
 			if err := sqlDB.PingContext(ctx); err != nil {
 				return fmt.Errorf("database: %w", err)
 			}
@@ -250,13 +263,33 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 			return nil
 		},
 		Draining: draining.Load,
+		Metrics:  m.Handler(),
+		Hooks:    m.Service(),
 	})
+	running := &inflight{next: handler, draining: &draining}
+	srv := &http.Server{Handler: running, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go sweepRevisions(ctx, svc, log)
+
+	// Background work stops, and is waited for, before the pools close.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer func() {
+		stopBackground()
+		bg.Wait()
+	}()
+	bg.Go(func() { sweepRevisions(bgCtx, svc, log) })
+	if cfg.DebugListen != "" {
+		dbg, err := debugServer(bgCtx, cfg.DebugListen, m.Handler(), log, &bg)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		log.Info("keenauthd debug endpoints (pprof, metrics) listening", "addr", dbg)
+	}
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("keenauthd listening", "addr", ln.Addr().String())
@@ -266,14 +299,97 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 		return err
 	case <-ctx.Done():
 	}
+	return drain(ctx, srv, running, &draining, cfg.ShutdownTimeout, log)
+}
+
+// drain shuts the server down gracefully: /readyz answers 503 at once, new
+// requests are refused with 503 while the running ones (applies among them)
+// finish, then the listener closes. All of it within timeout; past it the
+// remaining connections are closed and drain fails.
+func drain(ctx context.Context, srv *http.Server, running *inflight, draining *atomic.Bool, timeout time.Duration, log *slog.Logger) error {
 	draining.Store(true)
-	log.Info("shutting down: draining requests", "timeout", cfg.ShutdownTimeout.String())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	srv.SetKeepAlivesEnabled(false)
+	log.Info("shutting down: draining requests", "running", running.count(), "timeout", timeout.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	err := running.wait(sctx)
+	if err == nil {
+		err = srv.Shutdown(sctx)
+	}
+	if err != nil {
+		_ = srv.Close()
+		log.Error("shutdown: requests still running were cut off", "running", running.count(), "timeout", timeout.String())
+		return fmt.Errorf("shutdown: requests still running after %s: %w", timeout, err)
+	}
+	log.Info("keenauthd stopped")
+	return nil
+}
+
+// inflight counts the requests being served, so that a drain can wait for
+// them. The operator's endpoints are not counted, nor the requests that
+// arrive once the drain started (the router refuses them).
+type inflight struct {
+	next     http.Handler
+	draining *atomic.Bool
+	n        atomic.Int64
+}
+
+func (f *inflight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !operatorPath(r.URL.Path) {
+		f.n.Add(1)
+		if f.draining.Load() {
+			f.n.Add(-1)
+		} else {
+			defer f.n.Add(-1)
+		}
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+func (f *inflight) count() int64 { return f.n.Load() }
+
+// wait returns when no counted request runs, or with ctx's error.
+func (f *inflight) wait(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for f.n.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
 	return nil
+}
+
+func operatorPath(p string) bool { return p == "/healthz" || p == "/readyz" || p == "/metrics" }
+
+// debugServer serves pprof and the metrics on addr (KEENAUTHD_DEBUG_LISTEN)
+// until ctx ends. It is off unless configured: profiles show the program's
+// internals and must stay on a private address.
+func debugServer(ctx context.Context, addr string, metrics http.Handler, log *slog.Logger, bg *sync.WaitGroup) (string, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/metrics", metrics)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("KEENAUTHD_DEBUG_LISTEN: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	bg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("debug server stopped", "error", err)
+		}
+	})
+	bg.Go(func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	})
+	return ln.Addr().String(), nil
 }
 
 // sweepRevisions prunes old revisions of every environment periodically, so
