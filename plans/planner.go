@@ -173,7 +173,10 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 		}
 	}
 
-	// Enterprise connections with oidc: null keep their current material.
+	// Enterprise connections with oidc: null keep their current material,
+	// and the plan leaves it alone even when the federation service has not
+	// confirmed it: no secret, no write.
+	keepMaterial := map[string]bool{}
 	for i, e := range entries {
 		if e.kind != KindConnection || e.spec == nil {
 			continue
@@ -194,6 +197,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 			continue
 		}
 		entries[i].spec = withMember(e.spec, "oidc", curOIDC)
+		keepMaterial[e.key] = true
 	}
 
 	post := &postState{cur: cur, specs: map[string]json.RawMessage{}}
@@ -321,7 +325,9 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 			if r != nil && r.ResourceID != "" {
 				c.ResourceID = json.RawMessage(mustJSON(r.ResourceID))
 			}
-			s.planSecret(&c, r, material)
+			if !keepMaterial[e.key] {
+				s.planSecret(&c, r, material)
+			}
 		}
 		ptr := fmt.Sprintf("/changes/%d", i)
 		target := resourceRef(e.kind, e.key)
