@@ -56,6 +56,11 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 	switch {
 	case errors.Is(err, federation.ErrNotFound):
 		return nil, &Error{Code: "connection_not_testable", Detail: "the federation service holds no OIDC material for this connection"}
+	case errors.Is(err, federation.ErrUnauthorized):
+		// Our configuration, not the request: 503, logged for an operator
+		// (see writeMaterial).
+		logTokenRefused(ctx, s, err, "connection_id", r.ResourceID)
+		return nil, &Error{Code: "service_unavailable", Detail: "the federation service is temporarily unavailable", Extra: map[string]any{"retry_after": 5}}
 	case err != nil:
 		s.log.WarnContext(ctx, "connection test failed", "connection_id", r.ResourceID, "error", err)
 		return nil, &Error{Code: "service_unavailable", Detail: "the federation service is temporarily unavailable", Extra: map[string]any{"retry_after": 5}}

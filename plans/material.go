@@ -20,8 +20,19 @@ type Federation = federation.Client
 // connection records are committed, each change's material and client secret
 // go to the federation service. If every write is confirmed the plan becomes
 // applied; otherwise it returns to planned with a federation_failed event,
-// and the apply answers 422 with /changes/<i>/spec/oidc/… pointers or 503.
-// What the transaction wrote stays committed.
+// and the apply answers 422 or 503. What the transaction wrote stays
+// committed, and so does every material write that was confirmed.
+//
+// A 422 of the federation service is reported where the request or the plan
+// holds the refused value: /changes/<i>/spec/oidc/… for the material,
+// /sp_host for the redirect URI built from it, and /resolved_secrets/<NAME>
+// for the client secret.
+//
+// The federation service refusing our bearer token (federation.ErrUnauthorized)
+// is a configuration error of this service (KEENAUTHD_FEDERATION_TOKEN), not
+// a problem of the request: the client gets 503 service_unavailable, as for
+// any federation outage, since nothing it can change in its request would
+// help, and the error is logged at ERROR level so that an operator fixes it.
 func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, token string, out *applied) error {
 	var rejected []FieldError
 	var unavailable error
@@ -50,14 +61,20 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		case errors.As(err, &rej):
 			for _, fe := range rej.Errors {
 				ptr := fmt.Sprintf("/changes/%d/spec/oidc", i) + fe.Pointer
-				if fe.Pointer == "/redirect_uri" {
+				switch fe.Pointer {
+				case "/redirect_uri":
 					ptr = "/sp_host"
+				case "/client_secret":
+					ptr = Pointer("resolved_secrets", c.SecretRef)
 				}
 				rejected = append(rejected, FieldError{Pointer: ptr, Code: fe.Code, Detail: "the federation service refused the OIDC material"})
 			}
 			if len(rej.Errors) == 0 {
 				rejected = append(rejected, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: "rejected", Detail: "the federation service refused the OIDC material"})
 			}
+		case errors.Is(err, federation.ErrUnauthorized):
+			logTokenRefused(ctx, s, err, "plan_id", p.ID, "connection_id", conID)
+			unavailable = err
 		default:
 			s.log.WarnContext(ctx, "federation write failed", "plan_id", p.ID, "connection_id", conID, "error", err)
 			unavailable = err
@@ -94,4 +111,10 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		s.log.WarnContext(ctx, "recording a federation failure failed; the plan's lease will return it to planned", "plan_id", p.ID, "error", err)
 	}
 	return answer
+}
+
+// logTokenRefused logs, at ERROR level, that the federation service refused
+// our bearer token: an operator must fix KEENAUTHD_FEDERATION_TOKEN.
+func logTokenRefused(ctx context.Context, s *Service, err error, attrs ...any) {
+	s.log.ErrorContext(ctx, "federation service refused our token; check KEENAUTHD_FEDERATION_TOKEN", append(attrs, "error", err)...)
 }
