@@ -214,6 +214,9 @@ func (s *Server) refuseWhileDraining(c *gin.Context) {
 		return
 	}
 	c.Header("Connection", "close")
+	// The route groups that set no-store do not run: every /v1 and internal
+	// answer is no-store.
+	c.Header("Cache-Control", "no-store")
 	s.fail(c, &plans.Error{Code: "service_unavailable", Detail: "the server is shutting down; retry the request",
 		Extra: map[string]any{"retry_after": 1}})
 }
