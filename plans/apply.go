@@ -300,9 +300,12 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	// Lock the environment first: the applies of one environment never
 	// interleave. Under REPEATABLE READ a lock that waited for another
 	// apply's commit fails with a serialization error, and inTx runs the
-	// transaction again on a fresh snapshot.
+	// transaction again on a fresh snapshot. NO KEY UPDATE, the lock the
+	// generation's UPDATE takes anyway: FOR UPDATE would also hold back the
+	// foreign-key checks of every row written for the environment (plans,
+	// events) until the apply ends.
 	var env Environment
-	if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", a.EnvironmentID).Take(&env).Error; err != nil {
+	if err := tx.Clauses(clause.Locking{Strength: "NO KEY UPDATE"}).Where("id = ?", a.EnvironmentID).Take(&env).Error; err != nil {
 		return nil, err
 	}
 	kinds := slices.Clone(p.Types)
