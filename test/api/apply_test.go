@@ -1109,3 +1109,62 @@ func TestApply503WhenSerializationFailuresPersist(t *testing.T) {
 		t.Errorf("status = %q, want planned", s)
 	}
 }
+
+// bigAPI is an api spec of about scopes×290 bytes.
+func bigAPI(name string, scopes int) map[string]any {
+	list := make([]any, scopes)
+	desc := strings.Repeat("d", 256)
+	for i := range list {
+		list[i] = map[string]any{"value": fmt.Sprintf("s%06d", i), "description": desc}
+	}
+	return map[string]any{"identifier": "https://api.shop.example/" + name, "display_name": name,
+		"scopes": list, "token_lifetime_seconds": 3600}
+}
+
+// TestApply413WhenTheRevisionIsTooLarge: a plan of small updates whose
+// revision would hold more than 10 MiB of former specs is refused, after
+// the policy check (row 17 before row 18); the same updates of fewer
+// resources fit.
+func TestApply413WhenTheRevisionIsTooLarge(t *testing.T) {
+	t.Parallel()
+	k := newApplyEnv(t, apitest.Options{})
+	// Three APIs of ~3.6 MB each: each plan that creates one stays under the
+	// plan limit (its revision holds no former spec).
+	for i := range 3 {
+		name := fmt.Sprintf("big-%d", i)
+		k.mustApply(k.e.Plan(map[string]any{"apis": map[string]any{name: bigAPI(name, 12500)}}, false)["id"].(string), nil)
+	}
+	small := func(names ...string) map[string]any {
+		apis := map[string]any{}
+		for _, n := range names {
+			apis[n] = map[string]any{"identifier": "https://api.shop.example/" + n, "display_name": n, "token_lifetime_seconds": 3600}
+		}
+		return map[string]any{"apis": apis, "identity_settings": map[string]any{"allowed_identifiers": []any{"email"}, "mfa": "optional",
+			"password_policy": map[string]any{"min_length": 8, "require_digits": true, "require_symbols": false}}}
+	}
+	id := k.e.Plan(small("big-0", "big-1", "big-2"), false)["id"].(string)
+	before := k.snapshot()
+
+	k.putPolicies(`{"mfa_required": true}`)
+	assertProblem(t, k.apply(id, nil), 422, "policy_conflict", []fieldProblem{{"/changes/3/spec/mfa", "mfa_required"}})
+	k.putPolicies(`{}`)
+	r := k.apply(id, nil)
+	assertProblem(t, r, 413, "config_document_too_large", nil)
+	k.assertUnchanged(before)
+	if s := k.planStatus(id); s != "planned" {
+		t.Errorf("status = %q, want planned", s)
+	}
+	evs := k.events(id)
+	want := []string{"plan_created", "apply_started", "apply_rejected", "apply_started", "apply_rejected"}
+	if got := eventTypes(evs); !slices.Equal(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	} else if evs[4].Data["code"] != "config_document_too_large" {
+		t.Errorf("last event data = %v", evs[4].Data)
+	}
+
+	// Two of the three fit in one revision.
+	res := k.mustApply(k.e.Plan(small("big-0", "big-1"), false)["id"].(string), nil)
+	if res["revision_id"] == nil {
+		t.Errorf("no revision: %v", res["revision_id"])
+	}
+}
