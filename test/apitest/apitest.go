@@ -21,6 +21,7 @@ import (
 
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/metrics"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/service"
@@ -71,6 +72,8 @@ type Options struct {
 	// space, environment, key and clock as another harness (several
 	// keenauthd replicas).
 	Replica *Env
+	// Metrics registers the instance's collectors and serves /metrics.
+	Metrics bool
 }
 
 // Env is one running API over its own database.
@@ -87,6 +90,8 @@ type Env struct {
 	// EnvID and Secret are an environment and a key holding every permission.
 	EnvID  string
 	Secret string
+	// Metrics are the instance's collectors (Options.Metrics), served on /metrics.
+	Metrics *metrics.Metrics
 }
 
 // SyncBuffer is a goroutine-safe log sink.
@@ -124,7 +129,7 @@ func Setup(t testing.TB, opt Options) *Env {
 	if e.Redis == nil {
 		e.Redis, e.Prefix = testdb.Redis(t)
 	}
-	log := slog.New(slog.NewJSONHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := service.NewLogger(e.Logs, slog.LevelDebug)
 	hooks := opt.Hooks
 	if !opt.NoFederation {
 		e.Fed = fakefederation.New(FederationToken)
@@ -136,6 +141,10 @@ func Setup(t testing.TB, opt Options) *Env {
 	if pc.PlanTTL == 0 {
 		pc = plans.DefaultConfig()
 	}
+	if opt.Metrics {
+		e.Metrics = metrics.New()
+		hooks = e.Metrics.Plans(hooks)
+	}
 	e.Plans = plans.NewService(e.DB.DB, pc, e.Clock.Now, log, hooks)
 	rl := opt.RateLimit
 	if rl.Quota == 0 {
@@ -144,6 +153,10 @@ func Setup(t testing.TB, opt Options) *Env {
 	fleet := opt.FleetLimit
 	if fleet == 0 {
 		fleet = 1000
+	}
+	var observe service.Deps
+	if e.Metrics != nil {
+		observe.Metrics, observe.Hooks = e.Metrics.Handler(), e.Metrics.Service()
 	}
 	e.Handler = service.New(service.Deps{
 		Plans:             e.Plans,
@@ -155,6 +168,8 @@ func Setup(t testing.TB, opt Options) *Env {
 		RateLimit:         rl,
 		InternalToken:     InternalToken,
 		Log:               log,
+		Metrics:           observe.Metrics,
+		Hooks:             observe.Hooks,
 	})
 	if r := opt.Replica; r != nil {
 		e.EnvID, e.Secret = r.EnvID, r.Secret
