@@ -17,7 +17,7 @@ import (
 // of plan creation over the revision's types.
 func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID string, admit func(context.Context) (func(), error)) (_ *Plan, err error) {
 	defer s.observePlanCreated(&err)
-	rev, err := s.GetRevision(ctx, a, revisionID, PermConfigWrite)
+	rev, err := s.revision(ctx, a, revisionID, PermConfigWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +59,16 @@ func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID strin
 	return plan, err
 }
 
-// GetRevision returns a revision; it needs config:read, the read permission
-// of every type it holds, and extra.
-func (s *Service) GetRevision(ctx context.Context, a Actor, id string, extra ...string) (*revisions.Revision, error) {
+// GetRevision returns a revision; it needs config:read and the read
+// permission of every type it holds.
+func (s *Service) GetRevision(ctx context.Context, a Actor, id string) (*revisions.Revision, error) {
+	return s.revision(ctx, a, id, PermConfigRead)
+}
+
+// revision returns a revision for a request that needs perm and the read
+// permission of every type the revision holds: config:read to read it,
+// config:write to restore it (the permissions of plan creation).
+func (s *Service) revision(ctx context.Context, a Actor, id, perm string) (*revisions.Revision, error) {
 	if !ValidID(PrefixRevision, id) {
 		return nil, &Error{Code: "not_found", Detail: "no such config revision"}
 	}
@@ -79,7 +86,7 @@ func (s *Service) GetRevision(ctx context.Context, a Actor, id string, extra ...
 	for _, r := range rev.Resources {
 		kinds = append(kinds, Kind(r.Kind))
 	}
-	if err := a.Require(readPerms(kinds, append(extra, PermConfigRead)...)...); err != nil {
+	if err := a.Require(readPerms(kinds, perm)...); err != nil {
 		return nil, err
 	}
 	return rev, nil
