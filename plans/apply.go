@@ -139,7 +139,8 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 			return ApplyResult{}, err
 		}
 	}
-	res, err := s.loadPlan(ctx, s.db, a.EnvironmentID, p.ID)
+	// The apply is done: answer it even if the client stopped waiting.
+	res, err := s.loadPlan(context.WithoutCancel(ctx), s.db, a.EnvironmentID, p.ID)
 	if err != nil {
 		return ApplyResult{}, err
 	}
