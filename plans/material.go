@@ -33,12 +33,22 @@ type Federation = federation.Client
 // a problem of the request: the client gets 503 service_unavailable, as for
 // any federation outage, since nothing it can change in its request would
 // help, and the error is logged at ERROR level so that an operator fixes it.
+//
+// The records are committed: the writes go on when the client stops
+// waiting, each bounded by the federation client's timeouts, and each renews
+// the plan's apply lease first, so that no other apply takes the plan while
+// slow writes add up past the lease.
 func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, token string, out *applied) error {
+	ctx = context.WithoutCancel(ctx)
 	var rejected []FieldError
 	var unavailable error
 	for i, c := range p.Changes {
 		if !c.WritesMaterial {
 			continue
+		}
+		if err := s.db.WithContext(ctx).Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
+			Update("lease_until", s.now().Add(s.cfg.ApplyLease)).Error; err != nil {
+			s.log.WarnContext(ctx, "renewing the apply lease failed", "plan_id", p.ID, "error", err)
 		}
 		v := viewConnection(c.Spec)
 		var m oidcMaterial
@@ -50,7 +60,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		var rej *federation.RejectedError
 		switch {
 		case err == nil:
-			err := s.db.WithContext(context.WithoutCancel(ctx)).Clauses(clause.OnConflict{
+			err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
 				Columns:   []clause.Column{{Name: "environment_id"}, {Name: "connection_id"}},
 				DoUpdates: clause.AssignmentColumns([]string{"material_hash", "confirmed_at"}),
 			}).Table("connection_materials").Create(map[string]any{"environment_id": a.EnvironmentID, "connection_id": conID,
@@ -80,7 +90,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			unavailable = err
 		}
 	}
-	ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx2, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if len(rejected) == 0 && unavailable == nil {
 		return s.db.WithContext(ctx2).Transaction(func(tx *gorm.DB) error {

@@ -586,3 +586,79 @@ func TestConnectionTestGoesStaleWithTheMaterial(t *testing.T) {
 		t.Fatalf("activation = %v", got["status"])
 	}
 }
+
+// fedWaitPuts waits until the fake has received n PUTs.
+func fedWaitPuts(t *testing.T, e *apitest.Env, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(fedPuts(e.Fed)) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake received %d PUTs, want %d", len(fedPuts(e.Fed)), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestApplySlowMaterialWritesKeepThePlansLease: material writes that take
+// longer in all than the apply lease keep the plan applying, so that
+// another apply cannot take it meanwhile.
+func TestApplySlowMaterialWritesKeepThePlansLease(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	doc := connDoc(map[string]any{"a-sso": oidcConn("A", false, "a"), "b-sso": oidcConn("B", false, "b")})
+	id := e.Plan(doc, false)["id"].(string)
+	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("a-sso"): "sa", plans.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
+	e.Fed.On(http.MethodPut).Hang(1500 * time.Millisecond)
+	done := make(chan *apitest.Response, 1)
+	go func() { done <- secApply(e, id, body) }()
+
+	lease := plans.DefaultConfig().ApplyLease
+	fedWaitPuts(t, e, 1)
+	e.Clock.Advance(lease * 2 / 3)
+	fedWaitPuts(t, e, 2)
+	e.Clock.Advance(lease * 2 / 3) // past the lease taken when the apply started
+	r := secApply(e, id, body)
+	if r.Status != http.StatusConflict || r.Code() != "config_plan_not_applicable" || r.JSON()["plan_status"] != "applying" {
+		t.Fatalf("a second apply during the material writes: %d %s", r.Status, r.Body)
+	}
+	first := <-done
+	if first.Status != http.StatusOK || first.JSON()["status"] != "applied" {
+		t.Fatalf("the apply: %d %s", first.Status, first.Body)
+	}
+	if e.Fed.SecretOf(e.EnvID, secConnID(t, e, "b-sso")) != "sb" {
+		t.Fatalf("the second material was not written")
+	}
+}
+
+// TestApplyFinishesMaterialWritesWhenTheClientGoesAway: the records are
+// committed; a client that stops waiting does not leave their material
+// unwritten.
+func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	id := e.Plan(connDoc(map[string]any{"acme-sso": oidcConn("ACME", false, "abc")}), false)["id"].(string)
+	a, err := e.Plans.Authenticate(context.Background(), e.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := plans.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + plans.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Fed.Next(1).Hang(500 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		fedWaitPuts(t, e, 1)
+		cancel()
+	}()
+	res, err := e.Plans.Apply(ctx, a, id, req, plans.ApplyOptions{})
+	if err != nil || res.Plan.Status != "applied" {
+		t.Fatalf("apply: %v %+v", err, res.Plan)
+	}
+	if s := e.Fed.SecretOf(e.EnvID, secConnID(t, e, "acme-sso")); s != "s1" {
+		t.Fatalf("secret = %q", s)
+	}
+	if ev := secEvents(t, e, id); !slices.Equal(ev, []string{"plan_created", "apply_started", "apply_succeeded"}) {
+		t.Fatalf("events = %v", ev)
+	}
+}
