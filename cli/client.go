@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// attemptTimeout bounds one HTTP attempt; an attempt that runs out is a
+// network failure, retried like one.
+const attemptTimeout = 2 * time.Minute
+
+// client calls the Keenauth API.
+type client struct {
+	baseURL  *url.URL
+	secret   string
+	http     *http.Client
+	retryFor time.Duration
+	// wait sleeps between attempts, showing why on a terminal.
+	wait func(ctx context.Context, d time.Duration, reason string) error
+}
+
+// request is one API call.
+type request struct {
+	method string
+	path   string
+	query  url.Values
+	body   []byte
+	// idempotencyKey, when set, is sent as Idempotency-Key on every attempt;
+	// a POST is retried only with one.
+	idempotencyKey string
+}
+
+// response is an API answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// replayed reports an Idempotency-Key replay of a finished request.
+func (r *response) replayed() bool { return r.header.Get("Idempotent-Replayed") == "true" }
+
+// problem is an RFC 9457 problem details answer of the API.
+type problem struct {
+	Status    int          `json:"status"`
+	Title     string       `json:"title"`
+	Code      string       `json:"code"`
+	Detail    string       `json:"detail"`
+	Errors    []fieldError `json:"errors"`
+	RequestID string       `json:"request_id"`
+
+	PlanStatus           string   `json:"plan_status"`
+	RequiredPermissions  []string `json:"required_permissions"`
+	UnconfirmedDeletions []string `json:"unconfirmed_deletions"`
+	RetryAfter           *int     `json:"retry_after"`
+	Policy               string   `json:"policy"`
+}
+
+type fieldError struct {
+	Pointer string `json:"pointer"`
+	Code    string `json:"code"`
+	Detail  string `json:"detail"`
+}
+
+// apiError is an answer of the API that is not a success.
+type apiError struct {
+	status  int
+	body    []byte // the answer as received, printed unchanged with --json
+	problem problem
+	// attempts and waited say how hard the CLI tried before giving up.
+	attempts int
+	waited   time.Duration
+}
+
+func (e *apiError) Error() string {
+	p := e.problem
+	if p.Code == "" {
+		return fmt.Sprintf("the API answered HTTP %d", e.status)
+	}
+	return sentence(p)
+}
+
+// sentence is the problem as one readable sentence: its title and detail.
+func sentence(p problem) string {
+	title, detail := strings.TrimSpace(p.Title), strings.TrimSpace(p.Detail)
+	switch {
+	case title == "":
+		title = p.Code
+	case detail == "" || strings.EqualFold(detail, title):
+		return title
+	}
+	if detail == "" {
+		return title
+	}
+	return title + ": " + detail
+}
+
+func newAPIError(r *response) *apiError {
+	e := &apiError{status: r.status, body: r.body}
+	if err := json.Unmarshal(r.body, &e.problem); err != nil || e.problem.Code == "" {
+		e.problem = problem{Status: r.status, Title: http.StatusText(r.status),
+			Detail: "the answer is not a problem details object"}
+	}
+	if e.problem.RequestID == "" {
+		e.problem.RequestID = r.header.Get("Request-Id")
+	}
+	return e
+}
+
+// networkError is a failure to get any answer from the API.
+type networkError struct {
+	url      string
+	err      error
+	attempts int
+	waited   time.Duration
+}
+
+func (e *networkError) Error() string {
+	return fmt.Sprintf("cannot reach the API at %s: %s", e.url, describeNetworkError(e.err))
+}
+
+func (e *networkError) Unwrap() error { return e.err }
+
+// describeNetworkError drops the method and URL that net/http repeats.
+func describeNetworkError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer within " + attemptTimeout.String()
+	}
+	return err.Error()
+}
+
+// do sends r, retrying what can be retried safely (see retryable) with
+// the same Idempotency-Key until --retry-for is spent. It returns the
+// last answer, or a *networkError when none came.
+func (c *client) do(ctx context.Context, r request) (*response, error) {
+	u := *c.baseURL
+	u.Path = strings.TrimSuffix(u.Path, "/") + r.path
+	if len(r.query) > 0 {
+		u.RawQuery = r.query.Encode()
+	}
+	target := u.String()
+	start := time.Now()
+	deadline := start.Add(c.retryFor)
+	for attempt := 1; ; attempt++ {
+		resp, err := c.attempt(ctx, r, target)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		wait, reason, retry := retryable(r, resp, err, attempt)
+		if !retry || time.Now().Add(wait).After(deadline) {
+			if err != nil {
+				return nil, &networkError{url: c.baseURL.Redacted(), err: err, attempts: attempt, waited: time.Since(start)}
+			}
+			if resp.status >= 400 {
+				e := newAPIError(resp)
+				e.attempts, e.waited = attempt, time.Since(start)
+				return nil, e
+			}
+			return resp, nil
+		}
+		if err := c.wait(ctx, wait, reason); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *client) attempt(ctx context.Context, r request, target string) (*response, error) {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.secret)
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", "keenauth-cli")
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", r.idempotencyKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// getJSON sends a GET and decodes a success into v; it returns the raw
+// answer for --json.
+func (c *client) getJSON(ctx context.Context, path string, query url.Values, v any) ([]byte, error) {
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: path, query: query})
+	if err != nil {
+		return nil, err
+	}
+	if err := decode(resp, v); err != nil {
+		return nil, err
+	}
+	return resp.body, nil
+}
+
+// decode reads a success answer into v.
+func decode(resp *response, v any) error {
+	if v == nil {
+		return nil
+	}
+	if err := json.Unmarshal(resp.body, v); err != nil {
+		return fmt.Errorf("the API's answer (HTTP %d) is not the expected JSON: %w", resp.status, err)
+	}
+	return nil
+}

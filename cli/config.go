@@ -1,0 +1,379 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) configCommand() *cobra.Command {
+	c := group(&cobra.Command{
+		Use:   "config",
+		Short: "Export, plan and apply the configuration",
+		Example: `  keenauth config export -o keenauth.json
+  keenauth config plan -f keenauth.json
+  keenauth config show cfgp_…
+  keenauth config apply cfgp_… --secrets-from-env --sp-host login.shop.example`,
+	})
+	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.applyCommand())
+	return c
+}
+
+var kindNames = []string{"api", "connection", "role", "application", "application_branding",
+	"environment_settings", "identity_settings", "attack_protection", "branding"}
+
+func (a *app) exportCommand() *cobra.Command {
+	var types []string
+	var out string
+	c := &cobra.Command{
+		Use:   "export",
+		Short: "Write the current configuration as a document",
+		Long: `Writes the environment's current configuration as {"config": …}, a document
+that config plan accepts as it is. With --json the API's answer is written
+unchanged, versions of every resource included.`,
+		Example: `  keenauth config export
+  keenauth config export --types connection,api -o keenauth.json
+  keenauth config export --json | jq .versions`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if cmd.Flags().Changed("types") {
+				q.Set("types", strings.Join(types, ","))
+			}
+			cl, err := a.api()
+			if err != nil {
+				return err
+			}
+			resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: "/v1/config", query: q})
+			if err != nil {
+				return err
+			}
+			body := resp.body
+			if !a.json {
+				var ex struct {
+					Config json.RawMessage `json:"config"`
+				}
+				if err := decode(resp, &ex); err != nil {
+					return err
+				}
+				var buf bytes.Buffer
+				if err := json.Indent(&buf, append(append([]byte(`{"config":`), ex.Config...), '}'), "", "  "); err != nil {
+					return fmt.Errorf("the export is not valid JSON: %w", err)
+				}
+				body = buf.Bytes()
+			}
+			if out == "" || out == "-" {
+				writeRaw(a.stdout, body)
+				return nil
+			}
+			if err := writeFileAtomic(out, append(bytes.TrimRight(body, "\n"), '\n')); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "Wrote the configuration to %s\n", out)
+			return nil
+		},
+	}
+	c.Flags().StringSliceVar(&types, "types", nil, "export only these resource types (comma separated: "+strings.Join(kindNames, ",")+")")
+	c.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of standard output")
+	_ = c.RegisterFlagCompletionFunc("types", cobra.FixedCompletions(kindNames, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+// writeFileAtomic replaces path with data, never leaving half a file.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
+}
+
+func (a *app) planCommand() *cobra.Command {
+	var file string
+	var prune bool
+	c := &cobra.Command{
+		Use:   "plan -f FILE",
+		Short: "Plan the changes a document makes",
+		Long: `Sends the document of FILE (- for standard input) and prints the plan the
+API stores: every change with its diff, the summary, the warnings, the
+secrets the apply will need, and the command that applies it. FILE holds the
+document itself, or {"config": …} as config export writes it.
+
+With --prune, every existing resource of a planned type that the document
+leaves out is deleted.`,
+		Example: `  keenauth config plan -f keenauth.json
+  keenauth config export | keenauth config plan -f -
+  keenauth config plan -f keenauth.json --prune --json | jq -r .id`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				return cmdLinef("-f FILE is required (- reads standard input)")
+			}
+			doc, err := readDocument(file, a.stdin)
+			if err != nil {
+				return err
+			}
+			cl, err := a.api()
+			if err != nil {
+				return err
+			}
+			body, _ := json.Marshal(struct {
+				Config json.RawMessage `json:"config"`
+				Prune  bool            `json:"prune"`
+			}{doc, prune})
+			// A generated key makes the creation safe to retry: a retry
+			// after a lost answer gets the same plan, not a second one.
+			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()})
+			if err != nil {
+				return err
+			}
+			return a.printPlan(resp)
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "the document (- for standard input)")
+	c.Flags().BoolVar(&prune, "prune", false, "delete the resources of the planned types that the document leaves out")
+	_ = c.MarkFlagFilename("file", "json")
+	return c
+}
+
+// printPlan writes a plan answer: unchanged with --json, else for review.
+func (a *app) printPlan(resp *response) error {
+	if a.json {
+		writeRaw(a.stdout, resp.body)
+		return nil
+	}
+	var pl plan
+	if err := decode(resp, &pl); err != nil {
+		return err
+	}
+	renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl)
+	return nil
+}
+
+func (a *app) showCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show PLAN",
+		Short: "Show a plan: its changes, warnings, secrets and status",
+		Example: `  keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5
+  keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5 --json | jq .status`,
+		Args:              exactArgs("PLAN"),
+		ValidArgsFunction: a.completePlans(""),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := a.api()
+			if err != nil {
+				return err
+			}
+			resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: "/v1/config-plans/" + url.PathEscape(args[0])})
+			if err != nil {
+				return err
+			}
+			return a.printPlan(resp)
+		},
+	}
+}
+
+func (a *app) applyCommand() *cobra.Command {
+	var (
+		confirm        []string
+		secretsFromEnv bool
+		spHost         string
+		key            string
+		validateOnly   bool
+	)
+	c := &cobra.Command{
+		Use:   "apply PLAN",
+		Short: "Apply a plan, all or nothing",
+		Long: `Applies a stored plan in one transaction. A plan is applied once.
+
+--secrets-from-env reads each secret the plan needs (its required_secrets)
+from the environment variable of the same name; a missing one is reported by
+name before anything is sent, and a value is never printed.
+
+Every apply carries an Idempotency-Key: --idempotency-key, or one generated
+and printed on standard error so the same apply can be retried by hand. A
+429, a 503 or a network failure is retried with the same key, after the
+Retry-After the API asks for, until --retry-for is spent.
+
+--validate-only runs every check of the apply and writes nothing.
+
+` + exitStatusHelp,
+		Example: `  keenauth config apply cfgp_…
+  keenauth config apply cfgp_… --confirm-deletion connection/legacy
+  KEENAUTH_CONNECTION_ACME_SSO_CLIENT_SECRET=… keenauth config apply cfgp_… --secrets-from-env --sp-host login.shop.example
+  keenauth config apply cfgp_… --validate-only
+  keenauth config apply cfgp_… --idempotency-key deploy-4711 --json`,
+		Args:              exactArgs("PLAN"),
+		ValidArgsFunction: a.completePlans("planned"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			cl, err := a.api()
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("idempotency-key") && strings.TrimSpace(key) == "" {
+				return cmdLinef("--idempotency-key must not be empty")
+			}
+			body := map[string]any{}
+			if secretsFromEnv {
+				secrets, err := a.secretsFromEnv(cl, id)
+				if err != nil {
+					return err
+				}
+				if len(secrets) > 0 {
+					body["resolved_secrets"] = secrets
+				}
+			}
+			if len(confirm) > 0 {
+				body["confirm_deletions"] = confirm
+			}
+			if spHost != "" {
+				body["sp_host"] = spHost
+			}
+			raw, err := json.Marshal(body)
+			if err != nil {
+				return fmt.Errorf("encode the apply request: %w", err)
+			}
+			if key == "" {
+				key = newIdempotencyKey()
+				fmt.Fprintf(a.stderr, "Idempotency-Key: %s (to retry this apply by hand: --idempotency-key %s)\n", key, key)
+			}
+			var q url.Values
+			if validateOnly {
+				q = url.Values{"validate_only": {"true"}}
+			}
+			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans/" + url.PathEscape(id) + ":apply",
+				query: q, body: raw, idempotencyKey: key})
+			if err != nil {
+				return err
+			}
+			if a.json {
+				writeRaw(a.stdout, resp.body)
+				return nil
+			}
+			var pl plan
+			if err := decode(resp, &pl); err != nil {
+				return err
+			}
+			p := newPalette(a.stdout, a.env)
+			if validateOnly {
+				fmt.Fprintf(a.stdout, "Plan %s passes every check of the apply (validate only: nothing was written; the plan is still %s).\n", pl.ID, pl.Status)
+				return nil
+			}
+			renderApplied(a.stdout, p, &pl, spHost, resp.replayed())
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&confirm, "confirm-deletion", nil, "confirm a deletion the plan makes, as KIND/KEY (repeat for each)")
+	f.BoolVar(&secretsFromEnv, "secrets-from-env", false, "read each secret the plan needs from the environment variable of that name")
+	f.StringVar(&spHost, "sp-host", "", "the environment's service-provider host, needed when the plan writes OIDC material")
+	f.StringVar(&key, "idempotency-key", "", "the Idempotency-Key to send (default: a generated one, printed on standard error)")
+	f.BoolVar(&validateOnly, "validate-only", false, "run every check of the apply and write nothing")
+	return c
+}
+
+// secretsFromEnv reads the secrets the plan needs from the environment.
+// Every missing variable is reported, by name only, before the apply is
+// sent. The values go into the request body and nowhere else.
+func (a *app) secretsFromEnv(cl *client, planID string) (map[string]string, error) {
+	var pl plan
+	if _, err := cl.getJSON(a.ctx, "/v1/config-plans/"+url.PathEscape(planID), nil, &pl); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var missing []string
+	for _, name := range pl.RequiredSecrets {
+		v := a.env(name)
+		if v == "" {
+			missing = append(missing, name)
+			continue
+		}
+		out[name] = v
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, usagef("missing environment variable(s) for the secrets plan %s needs: %s; nothing was sent",
+			planID, strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// newIdempotencyKey is 128 random bits, in base32.
+func newIdempotencyKey() string { return rand.Text() }
+
+// completePlans completes a plan id with the plans of a status ("" for
+// any), newest first.
+func (a *app) completePlans(status string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		q := url.Values{"limit": {"50"}}
+		if status != "" {
+			q.Set("status", status)
+		}
+		var pg page[plan]
+		if err := a.completionGet("/v1/config-plans", q, &pg); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, p := range pg.Data {
+			if strings.HasPrefix(p.ID, toComplete) {
+				out = append(out, cobra.CompletionWithDesc(p.ID, p.Status+" "+p.Summary.short()+" "+p.CreatedAt))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+	}
+}
+
+// completionGet reads a list for completion: one attempt, no retries.
+func (a *app) completionGet(path string, q url.Values, v any) error {
+	a.retryFor = 0
+	cl, err := a.api()
+	if err != nil {
+		return err
+	}
+	_, err = cl.getJSON(a.ctx, path, q, v)
+	return err
+}
+
+// noArgs refuses positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return cmdLinef("%s takes no arguments (got %q)", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+// exactArgs requires the one positional argument named name.
+func exactArgs(name string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return cmdLinef("%s needs %s", cmd.CommandPath(), name)
+		case len(args) > 1:
+			return cmdLinef("%s takes one %s (got %d arguments)", cmd.CommandPath(), name, len(args))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// maxDocument is the plan creation body limit of the API (12 MiB): a
+// bigger file is refused before it is sent.
+const maxDocument = 12 << 20
+
+// readDocument reads the configuration document of -f: a file path, or
+// "-" for stdin. The file holds either the document itself or an object
+// whose top level is {"config": …} as an export writes it (its "versions"
+// member, written by export --json, is ignored). The document's bytes are
+// sent as they are: the API is the one that validates them.
+func readDocument(path string, stdin io.Reader) (json.RawMessage, error) {
+	name := path
+	var r io.Reader
+	if path == "-" {
+		name, r = "standard input", stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, usagef("cannot read the document: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxDocument+1))
+	if err != nil {
+		return nil, usagef("cannot read the document from %s: %v", name, err)
+	}
+	if len(b) > maxDocument {
+		return nil, usagef("the document in %s is over 12 MiB, the API's limit: plan fewer types at once", name)
+	}
+	return unwrapDocument(name, b)
+}
+
+func unwrapDocument(name string, b []byte) (json.RawMessage, error) {
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, usagef("%s is empty: it must hold a configuration document (a JSON object)", name)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, usagef("%s is not a JSON object: %s", name, jsonErrorAt(b, err))
+	}
+	if top == nil {
+		return nil, usagef("%s is not a JSON object: it holds null", name)
+	}
+	cfg, wrapped := top["config"]
+	if !wrapped {
+		return json.RawMessage(bytes.TrimSpace(b)), nil
+	}
+	var extra []string
+	for k := range top {
+		if k != "config" && k != "versions" {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return nil, usagef("%s has a top-level \"config\" member, so it is read as an export; an export has no member %s",
+			name, quoteList(extra))
+	}
+	return cfg, nil
+}
+
+// jsonErrorAt locates a JSON syntax error by line and column.
+func jsonErrorAt(b []byte, err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var off int64
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		return "the top level is a JSON " + te.Value
+	default:
+		return err.Error()
+	}
+	// Offset counts the bytes read, the offending one included.
+	line, col := 1, 1
+	for _, c := range b[:min(max(int(off)-1, 0), len(b))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("%s (line %d, column %d)", err, line, col)
+}
+
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,273 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// listFlags are the pagination flags of every list.
+type listFlags struct {
+	limit  int
+	cursor string
+}
+
+func (l *listFlags) add(c *cobra.Command) {
+	c.Flags().IntVar(&l.limit, "limit", 0, "at most this many entries, 1 to 100 (default: the API's, 20)")
+	c.Flags().StringVar(&l.cursor, "cursor", "", "continue after this entry (the next_cursor of the previous page)")
+}
+
+func (l *listFlags) query(cmd *cobra.Command) (url.Values, error) {
+	q := url.Values{}
+	if cmd.Flags().Changed("limit") {
+		if l.limit < 1 || l.limit > 100 {
+			return nil, cmdLinef("--limit must be from 1 to 100")
+		}
+		q.Set("limit", strconv.Itoa(l.limit))
+	}
+	if l.cursor != "" {
+		q.Set("cursor", l.cursor)
+	}
+	return q, nil
+}
+
+// more tells how to read the next page.
+func more(a *app, cmd *cobra.Command, next *string) {
+	if next == nil {
+		return
+	}
+	var flags []string
+	// Only the list's own filters: never a global flag (--secret-key).
+	for _, name := range []string{"status", "type", "limit"} {
+		if f := cmd.LocalNonPersistentFlags().Lookup(name); f != nil && f.Changed {
+			flags = append(flags, "--"+name+" "+f.Value.String())
+		}
+	}
+	line := cmd.CommandPath()
+	if len(flags) > 0 {
+		line += " " + strings.Join(flags, " ")
+	}
+	fmt.Fprintf(a.stdout, "\nMore: %s --cursor %s\n", line, *next)
+}
+
+func (a *app) plansCommand() *cobra.Command {
+	c := group(&cobra.Command{
+		Use:     "plans",
+		Short:   "List config plans",
+		Example: "  keenauth plans list --status planned",
+	})
+	var status string
+	var lf listFlags
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the environment's plans, newest first",
+		Example: `  keenauth plans list
+  keenauth plans list --status planned --limit 5
+  keenauth plans list --status applied --json | jq -r '.data[].id'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := lf.query(cmd)
+			if err != nil {
+				return err
+			}
+			if status != "" {
+				q.Set("status", status)
+			}
+			var pg page[plan]
+			if done, err := a.list(cmd, "/v1/config-plans", q, &pg); done || err != nil {
+				return err
+			}
+			if len(pg.Data) == 0 {
+				fmt.Fprintln(a.stdout, "No plans.")
+				return nil
+			}
+			rows := make([][]string, len(pg.Data))
+			for i, p := range pg.Data {
+				rows[i] = []string{p.ID, p.Status, p.Summary.short(), p.CreatedAt, strings.Join(p.Types, ",")}
+			}
+			table(a.stdout, []string{"ID", "STATUS", "CHANGES", "CREATED", "TYPES"}, rows)
+			more(a, cmd, pg.NextCursor)
+			return nil
+		},
+	}
+	list.Flags().StringVar(&status, "status", "", "only plans of this status: planned, applying, applied, conflicted, expired")
+	lf.add(list)
+	_ = list.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
+		[]string{"planned", "applying", "applied", "conflicted", "expired"}, cobra.ShellCompDirectiveNoFileComp))
+	c.AddCommand(list)
+	return c
+}
+
+// list reads one page into v; with --json it prints the answer and
+// reports done.
+func (a *app) list(cmd *cobra.Command, path string, q url.Values, v any) (bool, error) {
+	cl, err := a.api()
+	if err != nil {
+		return true, err
+	}
+	resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: path, query: q})
+	if err != nil {
+		return true, err
+	}
+	if a.json {
+		writeRaw(a.stdout, resp.body)
+		return true, nil
+	}
+	return false, decode(resp, v)
+}
+
+func (a *app) revisionsCommand() *cobra.Command {
+	c := group(&cobra.Command{
+		Use:   "revisions",
+		Short: "List, show and restore revisions (the configuration before each apply)",
+		Example: `  keenauth revisions list
+  keenauth revisions show cfgr_…
+  keenauth revisions restore cfgr_…`,
+	})
+	var lf listFlags
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the revisions, newest first",
+		Long:  "Lists the revisions kept: the 50 most recent of the environment, none older than 90 days.",
+		Example: `  keenauth revisions list
+  keenauth revisions list --limit 1 --json | jq -r '.data[0].id'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := lf.query(cmd)
+			if err != nil {
+				return err
+			}
+			var pg page[revision]
+			if done, err := a.list(cmd, "/v1/config-revisions", q, &pg); done || err != nil {
+				return err
+			}
+			if len(pg.Data) == 0 {
+				fmt.Fprintln(a.stdout, "No revisions.")
+				return nil
+			}
+			rows := make([][]string, len(pg.Data))
+			for i, r := range pg.Data {
+				rows[i] = []string{r.ID, r.PlanID, r.Counts.short(), r.CreatedAt, strings.Join(r.Types, ",")}
+			}
+			table(a.stdout, []string{"ID", "PLAN", "CHANGES", "CREATED", "TYPES"}, rows)
+			more(a, cmd, pg.NextCursor)
+			return nil
+		},
+	}
+	lf.add(list)
+	show := &cobra.Command{
+		Use:   "show REVISION",
+		Short: "Show a revision: each resource as it was before the apply",
+		Example: `  keenauth revisions show cfgr_01m4qpqtywfs7930tb6kqn5rc5
+  keenauth revisions show cfgr_01m4qpqtywfs7930tb6kqn5rc5 --json | jq .resources`,
+		Args:              exactArgs("REVISION"),
+		ValidArgsFunction: a.completeRevisions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := a.api()
+			if err != nil {
+				return err
+			}
+			resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: "/v1/config-revisions/" + url.PathEscape(args[0])})
+			if err != nil {
+				return err
+			}
+			if a.json {
+				writeRaw(a.stdout, resp.body)
+				return nil
+			}
+			var r revision
+			if err := decode(resp, &r); err != nil {
+				return err
+			}
+			renderRevision(a.stdout, newPalette(a.stdout, a.env), &r)
+			return nil
+		},
+	}
+	restore := &cobra.Command{
+		Use:   "restore REVISION",
+		Short: "Plan the rollback of a revision (review it, then apply it)",
+		Long: `Creates a new plan whose changes bring every resource of the revision back
+to the state it recorded. Nothing changes until that plan is applied.`,
+		Example: `  keenauth revisions restore cfgr_01m4qpqtywfs7930tb6kqn5rc5
+  plan=$(keenauth revisions restore cfgr_… --json | jq -r .id) && keenauth config apply "$plan"`,
+		Args:              exactArgs("REVISION"),
+		ValidArgsFunction: a.completeRevisions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := a.api()
+			if err != nil {
+				return err
+			}
+			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-revisions/" + url.PathEscape(args[0]) + ":restore",
+				body: []byte("{}"), idempotencyKey: newIdempotencyKey()})
+			if err != nil {
+				return err
+			}
+			return a.printPlan(resp)
+		},
+	}
+	c.AddCommand(list, show, restore)
+	return c
+}
+
+func (a *app) completeRevisions(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var pg page[revision]
+	if err := a.completionGet("/v1/config-revisions", url.Values{"limit": {"50"}}, &pg); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, r := range pg.Data {
+		if strings.HasPrefix(r.ID, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(r.ID, r.Counts.short()+" "+r.CreatedAt))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+}
+
+func (a *app) logsCommand() *cobra.Command {
+	var typ string
+	var lf listFlags
+	c := &cobra.Command{
+		Use:   "logs",
+		Short: "List the management log, newest first",
+		Long: `Lists the management log: one config.applied entry per apply, with its
+counts, and one <kind>.created|updated|deleted entry per changed resource.`,
+		Example: `  keenauth logs
+  keenauth logs --type config.applied --limit 5
+  keenauth logs --type connection.deleted --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := lf.query(cmd)
+			if err != nil {
+				return err
+			}
+			if typ != "" {
+				q.Set("type", typ)
+			}
+			var pg page[logEntry]
+			if done, err := a.list(cmd, "/v1/management-logs", q, &pg); done || err != nil {
+				return err
+			}
+			if len(pg.Data) == 0 {
+				fmt.Fprintln(a.stdout, "No entries.")
+				return nil
+			}
+			rows := make([][]string, len(pg.Data))
+			for i, e := range pg.Data {
+				rows[i] = []string{e.ID, e.CreatedAt, e.Type, logDetails(e)}
+			}
+			table(a.stdout, []string{"ID", "CREATED", "TYPE", "DETAILS"}, rows)
+			more(a, cmd, pg.NextCursor)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&typ, "type", "", "only entries of this type, e.g. config.applied or connection.deleted")
+	lf.add(c)
+	return c
+}

@@ -1,0 +1,558 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The API's objects, as far as the human output reads them. --json prints
+// the answer itself, so nothing is lost by reading only these members.
+
+type plan struct {
+	ID              string    `json:"id"`
+	EnvironmentID   string    `json:"environment_id"`
+	Status          string    `json:"status"`
+	Prune           bool      `json:"prune"`
+	Types           []string  `json:"types"`
+	Changes         []change  `json:"changes"`
+	Warnings        []warning `json:"warnings"`
+	RequiredSecrets []string  `json:"required_secrets"`
+	RequiresSPHost  bool      `json:"requires_sp_host"`
+	Summary         summary   `json:"summary"`
+	CreatedAt       string    `json:"created_at"`
+	ExpiresAt       string    `json:"expires_at"`
+	AppliedAt       *string   `json:"applied_at"`
+	RevisionID      *string   `json:"revision_id"`
+}
+
+type change struct {
+	Kind           string          `json:"kind"`
+	Key            string          `json:"key"`
+	Action         string          `json:"action"`
+	BaseVersion    *int            `json:"base_version"`
+	Spec           json.RawMessage `json:"spec"`
+	Diff           []diffOp        `json:"diff"`
+	RequiresSecret bool            `json:"requires_secret"`
+	SecretRef      string          `json:"secret_ref"`
+	ResourceID     *string         `json:"resource_id"`
+}
+
+func (c change) ref() string { return c.Kind + "/" + c.Key }
+
+type diffOp struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value"`
+}
+
+type warning struct {
+	Code    string `json:"code"`
+	Target  string `json:"target"`
+	Pointer string `json:"pointer"`
+	Detail  string `json:"detail"`
+}
+
+type summary struct {
+	Create int `json:"create"`
+	Update int `json:"update"`
+	Delete int `json:"delete"`
+	NoOp   int `json:"no_op"`
+}
+
+type counts struct {
+	Created   int `json:"created"`
+	Updated   int `json:"updated"`
+	Deleted   int `json:"deleted"`
+	Unchanged int `json:"unchanged"`
+}
+
+type revision struct {
+	ID        string   `json:"id"`
+	PlanID    string   `json:"plan_id"`
+	CreatedAt string   `json:"created_at"`
+	ExpiresAt string   `json:"expires_at"`
+	Types     []string `json:"types"`
+	Counts    counts   `json:"counts"`
+	Resources []struct {
+		Kind          string          `json:"kind"`
+		Key           string          `json:"key"`
+		Action        string          `json:"action"`
+		VersionBefore *int            `json:"version_before"`
+		SpecBefore    json.RawMessage `json:"spec_before"`
+	} `json:"resources"`
+}
+
+type logEntry struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	CreatedAt  string          `json:"created_at"`
+	PlanID     *string         `json:"plan_id"`
+	RevisionID *string         `json:"revision_id"`
+	Data       json.RawMessage `json:"data"`
+	Actor      struct {
+		APIKeyID string `json:"api_key_id"`
+	} `json:"actor"`
+}
+
+type page[T any] struct {
+	Data       []T     `json:"data"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// renderChanges writes every change with its diff, in the plan's order.
+func renderChanges(w io.Writer, p palette, changes []change) {
+	if len(changes) == 0 {
+		fmt.Fprintln(w, "  (no changes)")
+		return
+	}
+	for _, c := range changes {
+		var head string
+		switch c.Action {
+		case "create":
+			head = p.green("+ create")
+		case "update":
+			head = p.yellow("~ update")
+		case "delete":
+			head = p.red("- delete")
+		default:
+			head = p.dim("= " + padRight(c.Action, 6))
+		}
+		var notes []string
+		if c.ResourceID != nil {
+			notes = append(notes, *c.ResourceID)
+		}
+		if c.BaseVersion != nil {
+			notes = append(notes, "version "+strconv.Itoa(*c.BaseVersion))
+		}
+		line := "  " + head + "  " + p.bold(c.ref())
+		if len(notes) > 0 {
+			line += "  " + p.dim("("+strings.Join(notes, ", ")+")")
+		}
+		fmt.Fprintln(w, line)
+		if c.Action == "create" || c.Action == "update" {
+			for _, l := range diffLines(c.Diff) {
+				fmt.Fprintln(w, "      "+colourDiffLine(p, l))
+			}
+		}
+		if c.RequiresSecret && c.SecretRef != "" {
+			fmt.Fprintln(w, "      needs secret "+c.SecretRef)
+		}
+	}
+}
+
+func colourDiffLine(p palette, l string) string {
+	switch l[0] {
+	case '+':
+		return p.green(l)
+	case '-':
+		return p.red(l)
+	case '~':
+		return p.yellow(l)
+	}
+	return l
+}
+
+func padRight(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return s + strings.Repeat(" ", n-len(s))
+}
+
+// diffLines renders diff operations readably: "+ path: value" for an add,
+// "- path" for a remove, "~ path: value" for a replace. An added object is
+// spelled out member by member, so a created resource reads as a list of
+// its fields; lists and scalars are written as compact JSON.
+func diffLines(ops []diffOp) []string {
+	var out []string
+	for _, op := range ops {
+		tokens := pointerTokens(op.Path)
+		switch op.Op {
+		case "add":
+			for _, l := range leaves(tokens, op.Value) {
+				out = append(out, "+ "+l)
+			}
+		case "remove":
+			out = append(out, "- "+readablePath(tokens))
+		case "replace":
+			out = append(out, "~ "+readablePath(tokens)+": "+compact(op.Value))
+		default:
+			out = append(out, "? "+op.Op+" "+readablePath(tokens)+": "+compact(op.Value))
+		}
+	}
+	return out
+}
+
+// leaves spells out value at path: one "path: value" line per member of
+// an object (recursively), one line for anything else.
+func leaves(tokens []string, value json.RawMessage) []string {
+	var obj map[string]json.RawMessage
+	if v := bytes.TrimSpace(value); len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &obj) == nil && len(obj) > 0 {
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			out = append(out, leaves(append(tokens[:len(tokens):len(tokens)], k), obj[k])...)
+		}
+		return out
+	}
+	return []string{readablePath(tokens) + ": " + compact(value)}
+}
+
+// pointerTokens splits an RFC 6901 JSON pointer into unescaped tokens.
+func pointerTokens(ptr string) []string {
+	if ptr == "" {
+		return nil
+	}
+	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, t := range parts {
+		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+	}
+	return parts
+}
+
+// readablePath writes tokens as field.sub[2].name; the whole value is
+// "(all)".
+func readablePath(tokens []string) string {
+	if len(tokens) == 0 {
+		return "(all)"
+	}
+	var b strings.Builder
+	for i, t := range tokens {
+		if _, err := strconv.Atoi(t); err == nil {
+			b.WriteString("[" + t + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// compact writes a JSON value on one line, object members sorted, so the
+// same value always reads the same.
+func compact(v json.RawMessage) string {
+	if len(bytes.TrimSpace(v)) == 0 {
+		return "null"
+	}
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	var x any
+	if err := d.Decode(&x); err != nil {
+		return string(v)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(x); err != nil {
+		return string(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func (s summary) String() string {
+	return fmt.Sprintf("%d to create, %d to update, %d to delete, %d unchanged", s.Create, s.Update, s.Delete, s.NoOp)
+}
+
+func (c counts) String() string {
+	return fmt.Sprintf("%d created, %d updated, %d deleted, %d unchanged", c.Created, c.Updated, c.Deleted, c.Unchanged)
+}
+
+func (c counts) short() string {
+	return fmt.Sprintf("+%d ~%d -%d =%d", c.Created, c.Updated, c.Deleted, c.Unchanged)
+}
+
+func (s summary) short() string {
+	return fmt.Sprintf("+%d ~%d -%d =%d", s.Create, s.Update, s.Delete, s.NoOp)
+}
+
+// deletionsToConfirm are the deletions the plan warns must be confirmed.
+func (pl *plan) deletionsToConfirm() []string {
+	var out []string
+	for _, w := range pl.Warnings {
+		if w.Code == "deletion_requires_confirmation" {
+			out = append(out, w.Target)
+		}
+	}
+	return out
+}
+
+// applyCommand is the command that applies the plan as it stands.
+func (pl *plan) applyCommand() string {
+	parts := []string{"keenauth config apply", pl.ID}
+	for _, d := range pl.deletionsToConfirm() {
+		parts = append(parts, "--confirm-deletion", d)
+	}
+	if len(pl.RequiredSecrets) > 0 {
+		parts = append(parts, "--secrets-from-env")
+	}
+	if pl.RequiresSPHost {
+		parts = append(parts, "--sp-host", "<host>")
+	}
+	return strings.Join(parts, " ")
+}
+
+// renderPlan writes a plan for review: the changes and their diffs, the
+// summary, the warnings, the secrets the apply needs, and what to run next.
+func renderPlan(w io.Writer, p palette, pl *plan) {
+	fmt.Fprintf(w, "%s %s for %s (%s, expires %s)\n", p.bold("Plan"), p.bold(pl.ID), pl.EnvironmentID, pl.Status, pl.ExpiresAt)
+	types := strings.Join(pl.Types, ", ")
+	if pl.Prune {
+		types += " (prune: resources the document leaves out are deleted)"
+	}
+	fmt.Fprintf(w, "Types: %s\n\n", types)
+	renderChanges(w, p, pl.Changes)
+	fmt.Fprintf(w, "\nSummary: %s.\n", pl.Summary)
+	if len(pl.Warnings) > 0 {
+		fmt.Fprintf(w, "\n%s\n", p.yellow("Warnings:"))
+		for _, wn := range pl.Warnings {
+			fmt.Fprintf(w, "  %s %s: %s (%s)\n", p.yellow("!"), wn.Target, strings.TrimSuffix(wn.Detail, "."), wn.Code)
+		}
+	}
+	if len(pl.RequiredSecrets) > 0 {
+		fmt.Fprintln(w, "\nSecrets the apply needs (--secrets-from-env reads each from the environment variable of that name):")
+		for _, s := range pl.RequiredSecrets {
+			fmt.Fprintln(w, "  "+s)
+		}
+	}
+	if pl.RequiresSPHost {
+		fmt.Fprintln(w, "\nThe apply writes OIDC material: --sp-host names the service-provider host of the callback URL https://<host>/sso/<connection id>/callback.")
+	}
+	switch pl.Status {
+	case "planned":
+		if pl.Summary.Create+pl.Summary.Update+pl.Summary.Delete == 0 {
+			fmt.Fprintln(w, "\nNo changes: the configuration already matches the document.")
+			return
+		}
+		fmt.Fprintf(w, "\nNext, to apply this plan:\n  %s\n", pl.applyCommand())
+	case "applied":
+		fmt.Fprintf(w, "\nApplied %s", deref(pl.AppliedAt))
+		if pl.RevisionID != nil {
+			fmt.Fprintf(w, "; revision %s keeps the configuration as it was before (undo with: keenauth revisions restore %s)", *pl.RevisionID, *pl.RevisionID)
+		}
+		fmt.Fprintln(w, ".")
+	case "applying":
+		fmt.Fprintln(w, "\nThis plan is being applied.")
+	default:
+		fmt.Fprintf(w, "\nThis plan is %s and can no longer be applied: make a new plan (keenauth config plan -f FILE).\n", pl.Status)
+	}
+}
+
+// renderApplied writes the outcome of an apply.
+func renderApplied(w io.Writer, p palette, pl *plan, spHost string, replayed bool) {
+	if replayed {
+		fmt.Fprintf(w, "Plan %s was already applied with this Idempotency-Key; this is the stored answer.\n", pl.ID)
+	}
+	fmt.Fprintf(w, "%s plan %s at %s: %s.\n", p.green("Applied"), pl.ID, deref(pl.AppliedAt), appliedCounts(pl.Summary))
+	if pl.RevisionID != nil {
+		fmt.Fprintf(w, "Revision %s keeps the configuration as it was before; undo with: keenauth revisions restore %s\n", *pl.RevisionID, *pl.RevisionID)
+	} else {
+		fmt.Fprintln(w, "Nothing changed, so no revision was written.")
+	}
+	var conns []change
+	for _, c := range pl.Changes {
+		if c.Kind == "connection" && c.ResourceID != nil && (c.Action == "create" || c.Action == "update") {
+			conns = append(conns, c)
+		}
+	}
+	if len(conns) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Connections:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range conns {
+		line := "  " + c.ref() + "\t" + *c.ResourceID
+		if spHost != "" && specType(c.Spec) == "enterprise" {
+			// The URL to register at the identity provider.
+			line += "\tcallback https://" + spHost + "/sso/" + *c.ResourceID + "/callback"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
+}
+
+func appliedCounts(s summary) string {
+	return counts{Created: s.Create, Updated: s.Update, Deleted: s.Delete, Unchanged: s.NoOp}.String()
+}
+
+func specType(spec json.RawMessage) string {
+	var s struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(spec, &s)
+	return s.Type
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
+
+// renderRevision writes a revision: what each resource was before the
+// apply that made it.
+func renderRevision(w io.Writer, p palette, r *revision) {
+	fmt.Fprintf(w, "%s %s of plan %s (%s, kept until %s)\n", p.bold("Revision"), p.bold(r.ID), r.PlanID, r.CreatedAt, r.ExpiresAt)
+	fmt.Fprintf(w, "Types: %s\n", strings.Join(r.Types, ", "))
+	fmt.Fprintf(w, "The apply: %s.\n\nBefore the apply:\n", r.Counts)
+	if len(r.Resources) == 0 {
+		fmt.Fprintln(w, "  (no resources)")
+	}
+	for _, res := range r.Resources {
+		ref := p.bold(res.Kind + "/" + res.Key)
+		if res.Action == "create" || res.VersionBefore == nil {
+			fmt.Fprintf(w, "  %s  did not exist (the apply created it)\n", ref)
+			continue
+		}
+		verb := "updated"
+		if res.Action == "delete" {
+			verb = "deleted"
+		}
+		fmt.Fprintf(w, "  %s  version %d (the apply %s it)\n", ref, *res.VersionBefore, verb)
+		for _, l := range leaves(nil, res.SpecBefore) {
+			fmt.Fprintln(w, "      "+l)
+		}
+	}
+	fmt.Fprintf(w, "\nTo bring these resources back: keenauth revisions restore %s\n", r.ID)
+}
+
+// table writes rows aligned in columns.
+func table(w io.Writer, header []string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
+}
+
+// logDetails summarises a management-log entry's data.
+func logDetails(e logEntry) string {
+	var parts []string
+	if e.PlanID != nil {
+		parts = append(parts, "plan "+*e.PlanID)
+	}
+	if e.RevisionID != nil {
+		parts = append(parts, "revision "+*e.RevisionID)
+	}
+	var c counts
+	var res struct {
+		Kind    string `json:"kind"`
+		Key     string `json:"key"`
+		Version *int   `json:"version"`
+	}
+	switch {
+	case e.Type == "config.applied" && json.Unmarshal(e.Data, &c) == nil:
+		parts = append(parts, c.short())
+	case json.Unmarshal(e.Data, &res) == nil && res.Kind != "":
+		s := res.Kind + "/" + res.Key
+		if res.Version != nil {
+			s += " version " + strconv.Itoa(*res.Version)
+		}
+		parts = append([]string{s}, parts...)
+	default:
+		if d := compact(e.Data); d != "{}" && d != "null" {
+			parts = append(parts, d)
+		}
+	}
+	return strings.Join(parts, "  ")
+}
+
+// renderProblemDetails writes the parts of a problem after its sentence:
+// every pointer with its code, the members beside code, a hint of what to
+// do, and the request id to quote to support.
+func renderProblemDetails(b *strings.Builder, e *apiError) {
+	p := e.problem
+	for _, fe := range p.Errors {
+		ptr := fe.Pointer
+		if ptr == "" {
+			ptr = "(request)"
+		}
+		fmt.Fprintf(b, "  %s: %s", ptr, fe.Code)
+		if fe.Detail != "" {
+			fmt.Fprintf(b, " (%s)", fe.Detail)
+		}
+		b.WriteByte('\n')
+	}
+	if len(p.RequiredPermissions) > 0 {
+		fmt.Fprintf(b, "  required permissions: %s\n", strings.Join(p.RequiredPermissions, ", "))
+	}
+	if p.PlanStatus != "" {
+		fmt.Fprintf(b, "  plan status: %s\n", p.PlanStatus)
+	}
+	if len(p.UnconfirmedDeletions) > 0 {
+		fmt.Fprintf(b, "  unconfirmed deletions: %s\n", strings.Join(p.UnconfirmedDeletions, ", "))
+	}
+	if e.attempts > 1 {
+		fmt.Fprintf(b, "  gave up after %d attempts in %s; --retry-for sets how long to keep trying\n", e.attempts, e.waited.Round(time.Second))
+	}
+	code := p.Code
+	if code == "" {
+		code = "no code"
+	}
+	fmt.Fprintf(b, "  (HTTP %d %s", e.status, code)
+	if p.RequestID != "" {
+		fmt.Fprintf(b, ", request %s", p.RequestID)
+	}
+	b.WriteString(")\n")
+	if h := hint(p); h != "" {
+		b.WriteString(h + "\n")
+	}
+}
+
+// hint says what to do next about a problem, when the CLI knows.
+func hint(p problem) string {
+	switch p.Code {
+	case "unauthenticated":
+		return "Check the API key in KEENAUTH_SECRET_KEY (or --secret-key)."
+	case "deletion_not_confirmed":
+		var flags []string
+		for _, d := range p.UnconfirmedDeletions {
+			flags = append(flags, "--confirm-deletion "+d)
+		}
+		return "Confirm the deletions to apply: " + strings.Join(flags, " ")
+	case "config_conflict", "config_plan_expired":
+		return "Make a new plan: keenauth config plan -f FILE"
+	case "config_plan_not_applicable":
+		if p.PlanStatus == "applying" {
+			return "The plan is being applied; see it with: keenauth config show PLAN"
+		}
+		return "Make a new plan: keenauth config plan -f FILE"
+	case "validation_failed":
+		var hints []string
+		seen := map[string]bool{}
+		for _, fe := range p.Errors {
+			var h string
+			switch fe.Code {
+			case "secret_missing":
+				h = "Set each missing secret as an environment variable of that name and pass --secrets-from-env."
+			case "sp_host_required":
+				h = "Pass --sp-host with the environment's service-provider host."
+			case "sp_host_unused":
+				h = "This plan writes no OIDC material: leave out --sp-host."
+			case "secret_unused":
+				h = "The plan does not need this secret."
+			}
+			if h != "" && !seen[h] {
+				seen[h] = true
+				hints = append(hints, h)
+			}
+		}
+		return strings.Join(hints, "\n")
+	}
+	return ""
+}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDiffLinesAreReadable(t *testing.T) {
+	t.Parallel()
+	ops := []diffOp{
+		{Op: "add", Path: "", Value: json.RawMessage(`{"type":"social","social":{"provider":"github","use_own_credentials":false},"empty":{},"list":[1,{"b":2,"a":1}]}`)},
+		{Op: "remove", Path: "/idle_session_lifetime_hours"},
+		{Op: "replace", Path: "/session_lifetime_hours", Value: json.RawMessage(`72`)},
+		{Op: "replace", Path: "/callback_urls/0", Value: json.RawMessage(`"https://a.example/cb"`)},
+		{Op: "add", Path: "/oidc", Value: json.RawMessage(`{"issuer":"https://idp.example","scopes":["openid"]}`)},
+		{Op: "add", Path: "/a~1b/c~0d", Value: json.RawMessage(`null`)},
+		{Op: "replace", Path: "/html", Value: json.RawMessage(`"<b>&"`)},
+	}
+	want := []string{
+		"+ empty: {}",
+		`+ list: [1,{"a":1,"b":2}]`,
+		`+ social.provider: "github"`,
+		"+ social.use_own_credentials: false",
+		`+ type: "social"`,
+		"- idle_session_lifetime_hours",
+		"~ session_lifetime_hours: 72",
+		`~ callback_urls[0]: "https://a.example/cb"`,
+		`+ oidc.issuer: "https://idp.example"`,
+		`+ oidc.scopes: ["openid"]`,
+		"+ a/b.c~d: null",
+		`~ html: "<b>&"`,
+	}
+	if diff := cmp.Diff(want, diffLines(ops)); diff != "" {
+		t.Errorf("diffLines (-want +got):\n%s", diff)
+	}
+}
+
+func TestNextCommandHoldsWhatTheApplyNeeds(t *testing.T) {
+	t.Parallel()
+	pl := &plan{ID: "cfgp_x", RequiredSecrets: []string{"KEENAUTH_A"}, RequiresSPHost: true, Warnings: []warning{
+		{Code: "unique_value_in_use", Target: "role/admin"},
+		{Code: "deletion_requires_confirmation", Target: "connection/legacy"},
+		{Code: "deletion_requires_confirmation", Target: "application/old"},
+	}}
+	want := "keenauth config apply cfgp_x --confirm-deletion connection/legacy --confirm-deletion application/old --secrets-from-env --sp-host <host>"
+	if got := pl.applyCommand(); got != want {
+		t.Errorf("applyCommand() = %q, want %q", got, want)
+	}
+	if got := (&plan{ID: "cfgp_y"}).applyCommand(); got != "keenauth config apply cfgp_y" {
+		t.Errorf("applyCommand() of a plain plan = %q", got)
+	}
+}
+
+func TestProblemSentenceAndDetails(t *testing.T) {
+	t.Parallel()
+	e := &apiError{status: 409, problem: problem{Title: "Deletion not confirmed", Code: "deletion_not_confirmed",
+		Detail: "2 protected deletion(s) must be confirmed in confirm_deletions", RequestID: "req_1",
+		UnconfirmedDeletions: []string{"connection/a", "application/b"},
+		Errors:               []fieldError{{Pointer: "", Code: "invalid", Detail: "whole"}}}}
+	if got, want := e.Error(), "Deletion not confirmed: 2 protected deletion(s) must be confirmed in confirm_deletions"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	var b strings.Builder
+	renderProblemDetails(&b, e)
+	want := `  (request): invalid (whole)
+  unconfirmed deletions: connection/a, application/b
+  (HTTP 409 deletion_not_confirmed, request req_1)
+Confirm the deletions to apply: --confirm-deletion connection/a --confirm-deletion application/b
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("details (-want +got):\n%s", diff)
+	}
+	// A title that repeats the detail is said once.
+	if got := sentence(problem{Title: "Not found", Detail: "not found"}); got != "Not found" {
+		t.Errorf("sentence = %q", got)
+	}
+}
+
+func TestAnAnswerThatIsNotAProblemStillReadsWell(t *testing.T) {
+	t.Parallel()
+	e := newAPIError(&response{status: 502, header: map[string][]string{"Request-Id": {"req_2"}}, body: []byte("<html>bad gateway</html>")})
+	if got, want := e.Error(), "the API answered HTTP 502"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if e.problem.RequestID != "req_2" || apiExitCode(e) != ExitUnavailable {
+		t.Errorf("problem %+v, exit %d", e.problem, apiExitCode(e))
+	}
+}

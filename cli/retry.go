@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxBackoff caps the wait between attempts that the API gave no
+// Retry-After for.
+const maxBackoff = 15 * time.Second
+
+// retryable decides whether an attempt is tried again, after how long, and
+// why (shown by the spinner). It retries what cannot have been half done,
+// or that an Idempotency-Key makes safe to send again:
+//   - 429 rate_limited and 503 service_unavailable, after Retry-After;
+//   - 502 and 504 from a gateway in front of the API;
+//   - 409 idempotency_key_in_use: the first attempt of this key still runs;
+//   - a failure to get any answer.
+//
+// A POST is retried only when it carries an Idempotency-Key.
+func retryable(r request, resp *response, err error, attempt int) (time.Duration, string, bool) {
+	if r.method != http.MethodGet && r.idempotencyKey == "" {
+		return 0, "", false
+	}
+	if err != nil {
+		return withJitter(backoff(attempt)), "no answer from the API (" + describeNetworkError(err) + ")", true
+	}
+	var reason string
+	switch resp.status {
+	case http.StatusTooManyRequests:
+		reason = "rate limited"
+		if p := problemPolicy(resp.body); p != "" {
+			reason += " (" + p + ")"
+		}
+	case http.StatusServiceUnavailable:
+		reason = "the service is unavailable"
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		reason = fmt.Sprintf("the gateway answered HTTP %d", resp.status)
+	case http.StatusConflict:
+		if problemCode(resp.body) != "idempotency_key_in_use" {
+			return 0, "", false
+		}
+		reason = "the first attempt with this Idempotency-Key is still running"
+	default:
+		return 0, "", false
+	}
+	if d, ok := retryAfter(resp.header.Get("Retry-After"), time.Now()); ok {
+		return withJitter(d), reason, true
+	}
+	return withJitter(backoff(attempt)), reason, true
+}
+
+// backoff is 1 s doubled for each attempt, up to maxBackoff.
+func backoff(attempt int) time.Duration {
+	d := time.Second << min(attempt-1, 8)
+	return min(d, maxBackoff)
+}
+
+// withJitter adds up to a quarter of d (at most a second), never less
+// than d: the server said not before then, and clients retrying together
+// should not come back together.
+func withJitter(d time.Duration) time.Duration {
+	j := min(d/4, time.Second)
+	if j <= 0 {
+		return d
+	}
+	return d + rand.N(j)
+}
+
+// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+func problemCode(body []byte) string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(body, &p)
+	return p.Code
+}
+
+func problemPolicy(body []byte) string {
+	var p struct {
+		Policy string `json:"policy"`
+	}
+	_ = json.Unmarshal(body, &p)
+	return p.Policy
+}
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// waiter returns the wait between attempts: a spinner with the reason on
+// a terminal, silence otherwise (a CI log gets no animation).
+func waiter(stderr io.Writer) func(ctx context.Context, d time.Duration, reason string) error {
+	tty := isTerminal(stderr)
+	return func(ctx context.Context, d time.Duration, reason string) error {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		if !tty {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-timer.C:
+				return nil
+			}
+		}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		end := time.Now().Add(d)
+		defer fmt.Fprint(stderr, "\r\x1b[K")
+		for i := 0; ; i++ {
+			left := time.Until(end).Round(time.Second)
+			fmt.Fprintf(stderr, "\r\x1b[K%s %s; retrying in %s", spinnerFrames[i%len(spinnerFrames)], reason, max(left, 0))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-timer.C:
+				return nil
+			case <-tick.C:
+			}
+		}
+	}
+}

@@ -1,0 +1,42 @@
+// Command keenauth is the command-line client of the Keenauth config plans
+// API: export the configuration, plan a document, review and apply the
+// plan, list and restore revisions, read the management log.
+//
+//	keenauth config export [--types connection,api] [-o FILE]
+//	keenauth config plan -f FILE [--prune]
+//	keenauth config show PLAN
+//	keenauth config apply PLAN [--confirm-deletion KIND/KEY]… [--secrets-from-env] [--sp-host H] [--idempotency-key K] [--validate-only]
+//	keenauth plans list [--status S] [--limit N]
+//	keenauth revisions list | show ID | restore ID
+//	keenauth logs [--type T]
+//	keenauth completion bash|zsh|fish|powershell
+//
+// KEENAUTH_API_URL (the server's root URL, without /v1) and
+// KEENAUTH_SECRET_KEY configure it; --json prints the API's answers
+// unchanged. It is built on github.com/spf13/cobra, the best kept of Go's
+// command-line libraries, which gives shell completion for free. The
+// commands live in package cli; `keenauth --help` lists the exit statuses.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/keenauth/configplans/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program; tests call it with their own arguments,
+// environment and streams, and get the exit status.
+func run(ctx context.Context, args []string, env func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cli.Run(ctx, args, env, stdin, stdout, stderr)
+}
