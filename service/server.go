@@ -172,7 +172,7 @@ func (s *Server) errorResponse(c *gin.Context, err error) response {
 
 func (s *Server) authenticate(c *gin.Context) {
 	h := c.GetHeader("Authorization")
-	secret, ok := strings.CutPrefix(h, "Bearer ")
+	secret, ok := bearer(h)
 	if !ok {
 		s.fail(c, plans.ErrUnauthenticated)
 		return
@@ -189,13 +189,23 @@ func (s *Server) authenticate(c *gin.Context) {
 	c.Next()
 }
 
+// bearer returns the credentials of an Authorization header of the Bearer
+// scheme, whose name is case-insensitive (RFC 9110 §11.1).
+func bearer(h string) (string, bool) {
+	scheme, credentials, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return credentials, true
+}
+
 func actor(c *gin.Context) plans.Actor {
 	a, _ := c.Get("actor")
 	return a.(plans.Actor)
 }
 
 func (s *Server) internalAuth(c *gin.Context) {
-	secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	secret, ok := bearer(c.GetHeader("Authorization"))
 	if !ok || s.d.InternalToken == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(s.d.InternalToken)) != 1 {
 		s.fail(c, plans.ErrUnauthenticated)
 		return
