@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -33,34 +34,45 @@ func ParsePlanRequest(body []byte) (*PlanRequest, error) {
 	if err := strictObject(body, &top); err != nil {
 		return nil, err
 	}
-	var unknown []FieldError
+	// Every 400-class problem is reported: unknown members, a prune that is
+	// not a boolean, and those of the document.
+	var bad []FieldError
 	for k := range top {
 		if k != "config" && k != "prune" {
-			unknown = append(unknown, FieldError{Pointer: Pointer(k), Code: "unknown_field", Detail: "unknown field " + quoteShort(k)})
+			bad = append(bad, FieldError{Pointer: Pointer(k), Code: "unknown_field", Detail: "unknown field " + quoteShort(k)})
 		}
 	}
-	if len(unknown) > 0 {
-		sort.Slice(unknown, func(i, j int) bool { return unknown[i].Pointer < unknown[j].Pointer })
-		return nil, &Error{Code: "unknown_field", Detail: "the request has unknown fields", Errors: unknown}
-	}
+	sort.Slice(bad, func(i, j int) bool { return bad[i].Pointer < bad[j].Pointer })
 	pr := &PlanRequest{}
 	if raw, ok := top["prune"]; ok {
 		if err := json.Unmarshal(raw, &pr.Prune); err != nil {
-			return nil, &Error{Code: "malformed_request", Detail: "prune must be a boolean",
-				Errors: []FieldError{{Pointer: "/prune", Code: "invalid_type", Detail: "prune must be a boolean"}}}
+			bad = append(bad, FieldError{Pointer: "/prune", Code: "invalid_type", Detail: "prune must be a boolean"})
 		}
 	}
 	raw, ok := top["config"]
 	if !ok || string(raw) == "null" {
 		pr.Problems = []FieldError{{Pointer: "/config", Code: "required", Detail: "config is required"}}
 		pr.Doc = &Document{Entries: map[Kind][]Entry{}}
-		return pr, nil
+	} else {
+		doc, problems, err := DecodeDocument(raw, "/config")
+		var de *Error
+		switch {
+		case errors.As(err, &de) && (de.Code == ProblemMalformedRequest || de.Code == ProblemUnknownField):
+			bad = append(bad, de.Errors...)
+		case err != nil:
+			return nil, err
+		}
+		pr.Doc, pr.Problems = doc, problems
 	}
-	doc, problems, err := DecodeDocument(raw, "/config")
-	if err != nil {
-		return nil, err
+	if len(bad) > 0 {
+		code := ProblemUnknownField
+		for _, p := range bad {
+			if p.Code != ProblemUnknownField {
+				code = ProblemMalformedRequest
+			}
+		}
+		return nil, Problems(code, bad)
 	}
-	pr.Doc, pr.Problems = doc, problems
 	return pr, nil
 }
 
