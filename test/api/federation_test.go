@@ -641,6 +641,7 @@ func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.RequestID = plans.NewID(plans.PrefixRequest)
 	req, err := plans.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + plans.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
 	if err != nil {
 		t.Fatal(err)
