@@ -302,6 +302,11 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 	return drain(ctx, srv, running, &draining, cfg.ShutdownTimeout, log)
 }
 
+// cutOffGrace is how long the requests cut off by a shutdown timeout have to
+// release what they hold (an apply returns its plan to planned) before the
+// pools close; a release is bounded by 5 s.
+const cutOffGrace = 10 * time.Second
+
 // drain shuts the server down gracefully: /readyz answers 503 at once, new
 // requests are refused with 503 while the running ones (applies among them)
 // finish, then the listener closes. All of it within timeout; past it the
@@ -317,8 +322,13 @@ func drain(ctx context.Context, srv *http.Server, running *inflight, draining *a
 		err = srv.Shutdown(sctx)
 	}
 	if err != nil {
+		log.Error("shutdown: cutting off the requests still running", "running", running.count(), "timeout", timeout.String())
 		_ = srv.Close()
-		log.Error("shutdown: requests still running were cut off", "running", running.count(), "timeout", timeout.String())
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cutOffGrace)
+		defer gcancel()
+		if running.wait(gctx) != nil {
+			log.Error("shutdown: cut-off requests did not end; their leases will free what they hold", "running", running.count())
+		}
 		return fmt.Errorf("shutdown: requests still running after %s: %w", timeout, err)
 	}
 	log.Info("keenauthd stopped")

@@ -235,6 +235,62 @@ func TestServeDrainFinishesRunningApplyWhileReadyzAnswers503(t *testing.T) {
 	}
 }
 
+// TestServeDrainPastShutdownTimeoutCutsOffAndFails keeps an apply blocked
+// past KEENAUTHD_SHUTDOWN_TIMEOUT: run stops waiting, cuts the request off
+// and returns an error (exit status 1), and the plan is not left applying.
+func TestServeDrainPastShutdownTimeoutCutsOffAndFails(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, map[string]string{"KEENAUTHD_SHUTDOWN_TIMEOUT": "1s"})
+	status, plan := s.do("POST", "/v1/config-plans",
+		`{"config": {"environment_settings": {"display_name": "Shop 2", "default_locale": "en", "session_lifetime_hours": 72}}}`)
+	if status != http.StatusCreated {
+		t.Fatalf("create plan: %d %v", status, plan)
+	}
+	tx := s.db.DB.Begin()
+	defer tx.Rollback()
+	if err := tx.Exec("SELECT id FROM environments WHERE id = ? FOR NO KEY UPDATE", s.envID).Error; err != nil {
+		t.Fatalf("lock the environment: %v", err)
+	}
+	cutOff := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", s.base+"/v1/config-plans/"+plan["id"].(string)+":apply", strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+s.secret)
+		resp, err := s.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		cutOff <- err
+	}()
+	waitFor(t, "the apply to wait for the environment's lock", func() bool {
+		var n int64
+		err := s.db.DB.Raw("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&n).Error
+		return err == nil && n > 0
+	})
+	s.stop()
+	select {
+	case err := <-s.done:
+		if err == nil || !strings.Contains(err.Error(), "still running after 1s") {
+			t.Fatalf("run = %v, want the shutdown timeout", err)
+		}
+		s.done <- nil // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not give up after the shutdown timeout")
+	}
+	select {
+	case err := <-cutOff:
+		if err == nil {
+			t.Errorf("the apply got an answer, want its connection cut off")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the apply's connection was not cut off")
+	}
+	tx.Rollback()
+	var st string
+	waitFor(t, "the cut-off apply to release its plan", func() bool {
+		return s.db.DB.Raw("SELECT status FROM config_plans WHERE id = ?", plan["id"]).Scan(&st).Error == nil && st == "planned"
+	})
+}
+
 // TestServeMetricsShowPoolsAndPprofOnlyOnDebugListener checks the wiring
 // of serve: /metrics shows the database and Redis pools, the runtime and
 // the HTTP histogram; pprof answers on KEENAUTHD_DEBUG_LISTEN and not on the
