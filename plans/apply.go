@@ -62,6 +62,11 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 	if err != nil {
 		return ApplyResult{}, err
 	}
+	// Row 3 from PostgreSQL, before the permissions and the rate limits: a
+	// replay consumes no rate limit.
+	if replay, err := retryOfKey(p, opt.IdempotencyFingerprint); replay || err != nil {
+		return ApplyResult{Plan: p, Replayed: replay}, err
+	}
 	if err := a.Require(ApplyPermissions(p)...); err != nil {
 		return ApplyResult{}, err
 	}
@@ -71,10 +76,6 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 			return ApplyResult{}, err
 		}
 		defer release()
-	}
-	if p.Status == StatusApplied && opt.IdempotencyFingerprint != "" && p.row.IdempotencyFingerprint != nil &&
-		*p.row.IdempotencyFingerprint == opt.IdempotencyFingerprint {
-		return ApplyResult{Plan: p, Replayed: true}, nil
 	}
 	if err := s.checkApplicable(ctx, a, p, opt.ValidateOnly); err != nil {
 		return ApplyResult{}, err
@@ -110,7 +111,11 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 	}
 
 	token := randomBase32(26)
-	if err := s.claim(ctx, a, p, token); err != nil {
+	if err := s.claim(ctx, a, p, token, opt.IdempotencyFingerprint); err != nil {
+		var done *appliedByKey
+		if errors.As(err, &done) {
+			return ApplyResult{Plan: done.plan, Replayed: true}, nil
+		}
 		return ApplyResult{}, err
 	}
 	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
@@ -145,6 +150,33 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 		return ApplyResult{}, err
 	}
 	return ApplyResult{Plan: res}, nil
+}
+
+// retryOfKey answers, from the plan itself, a retry of the Idempotency-Key
+// request that applied p or is applying it (§9: PostgreSQL is the source of
+// truth when the Redis record was lost or evicted): replay when p is
+// applied, 409 idempotency_key_in_use while that request runs. fingerprint
+// binds the API key, the Idempotency-Key and the request; "" means no key.
+func retryOfKey(p *Plan, fingerprint string) (replay bool, err error) {
+	if fingerprint == "" || p.row.IdempotencyFingerprint == nil || *p.row.IdempotencyFingerprint != fingerprint {
+		return false, nil
+	}
+	switch p.Status {
+	case StatusApplied:
+		return true, nil
+	case StatusApplying:
+		return false, &Error{Code: "idempotency_key_in_use", Detail: "a request with this Idempotency-Key is still applying the plan",
+			Extra: map[string]any{"retry_after": 1}}
+	}
+	return false, nil
+}
+
+// appliedByKey reports that a claim lost to the request that holds the
+// same Idempotency-Key and has applied the plan since.
+type appliedByKey struct{ plan *Plan }
+
+func (e *appliedByKey) Error() string {
+	return "plan " + e.plan.ID + " was applied by this Idempotency-Key"
 }
 
 // checkApplicable answers rows 8 and 9 from the plan's effective status.
@@ -220,15 +252,18 @@ func (s *Service) reject(ctx context.Context, a Actor, p *Plan, opt ApplyOptions
 
 // claim moves the plan planned → applying with a conditional update, so
 // that of any number of concurrent applies, on any replica, one wins. An
-// applying plan whose lease has passed can be claimed again.
-func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token string) error {
+// applying plan whose lease has passed can be claimed again. The plan keeps
+// the Idempotency-Key fingerprint from the claim on, so that a retry of the
+// same request that lost its Redis record is told the key is in use.
+func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprint string) error {
 	now := s.now()
 	var claimed bool
 	err := s.inTx(ctx, sql.LevelReadCommitted, func(tx *gorm.DB) error {
 		res := tx.Model(&planRow{}).
 			Where("environment_id = ? AND id = ? AND expires_at > ? AND (status = 'planned' OR (status = 'applying' AND lease_until <= ?))",
 				p.EnvironmentID, p.ID, now, now).
-			Updates(map[string]any{"status": StatusApplying, "lease_token": token, "lease_until": now.Add(s.cfg.ApplyLease)})
+			Updates(map[string]any{"status": StatusApplying, "lease_token": token, "lease_until": now.Add(s.cfg.ApplyLease),
+				"idempotency_fingerprint": nullable(fingerprint)})
 		if res.Error != nil {
 			return res.Error
 		}
@@ -245,6 +280,11 @@ func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token string) err
 	}
 	cur, err := s.loadPlan(ctx, s.db, p.EnvironmentID, p.ID)
 	if err != nil {
+		return err
+	}
+	if replay, err := retryOfKey(cur, fingerprint); replay {
+		return &appliedByKey{plan: cur}
+	} else if err != nil {
 		return err
 	}
 	if err := s.checkApplicable(ctx, a, cur, false); err != nil {

@@ -2,6 +2,10 @@ package service
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,11 +19,14 @@ import (
 	"github.com/keenauth/configplans/ratelimit"
 )
 
+// maxInUseWait caps the Retry-After of idempotency_key_in_use, in seconds.
+const maxInUseWait = 2
+
 // idempotent runs op under the Idempotency-Key of the request, if any (§9):
 // an atomic claim, a lease renewed while op runs, the stored answer replayed
 // for a retry with the same request, and refusals for a key in use or
-// reused with another request. op gets the request's fingerprint ("" without
-// a key). Without the header, op simply runs.
+// reused with another request. op gets the request's keyed fingerprint
+// ("" without a key). Without the header, op simply runs.
 func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Context, fingerprint string) response) {
 	key, err := idempotency.ParseKey(c.Request.Header.Values("Idempotency-Key"))
 	if err != nil {
@@ -59,13 +66,15 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		s.fail(c, &plans.Error{Code: "idempotency_key_mismatch", Detail: "this Idempotency-Key was used with another request"})
 		return
 	case idempotency.InUse:
-		secs := int(math.Ceil(claim.RetryAfter.Seconds()))
+		// The lease only bounds how long a dead owner keeps the key; a live
+		// one finishes within seconds, so the client is told to come back soon.
+		secs := min(int(math.Ceil(claim.RetryAfter.Seconds())), maxInUseWait)
 		s.fail(c, &plans.Error{Code: "idempotency_key_in_use", Detail: "a request with this Idempotency-Key is still running",
 			Extra: map[string]any{"retry_after": max(secs, 1)}})
 		return
 	}
 	holder := idempotency.Hold(c.Request.Context(), s.d.Idempotency, scope, key, claim.Token, s.d.IdempotencyLease)
-	r := op(c.Request.Context(), fp)
+	r := op(c.Request.Context(), s.keyedFingerprint(scope, key, fp))
 	holder.Stop()
 	if holder.LeaseLost() {
 		s.leaseLost("idempotency")()
@@ -88,6 +97,21 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 	s.write(c, r)
 }
 
+// keyedFingerprint is what an applied plan keeps of the Idempotency-Key
+// request that applied it: the request's fingerprint bound to the API key
+// and the key itself, so that PostgreSQL answers as a replay only a retry
+// with the same key, by the same API key, of the same request.
+func (s *Server) keyedFingerprint(scope, key, fp string) string {
+	m := hmac.New(sha256.New, s.d.IdempotencySecret)
+	for _, f := range []string{"keenauth-idempotency-key-v1", scope, key, fp} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		m.Write(n[:])
+		m.Write([]byte(f))
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // problemCode returns the code of a problem response ("" otherwise).
 func problemCode(r response) string {
 	if !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
@@ -100,11 +124,21 @@ func problemCode(r response) string {
 	return p.Code
 }
 
-// admitter returns the rate and capacity checks of a plan creation or an
-// apply (§10): config_plan and config_plan_inflight in one atomic step,
-// then the fleet's capacity. Both fail open when Redis fails. The headers
-// of §10 are set on the response whatever the outcome.
+// admitter returns the rate checks of a plan creation (§10):
+// config_plan and config_plan_inflight in one atomic step. They fail open
+// when Redis fails. The headers of §10 are set on the response whatever the
+// outcome.
 func (s *Server) admitter(c *gin.Context) func(context.Context) (func(), error) {
+	return s.admit(c, false)
+}
+
+// applyAdmitter returns the checks of an apply: those of admitter, then the
+// fleet's capacity of concurrent applies (§10, row 7), which fails open too.
+func (s *Server) applyAdmitter(c *gin.Context) func(context.Context) (func(), error) {
+	return s.admit(c, true)
+}
+
+func (s *Server) admit(c *gin.Context, apply bool) func(context.Context) (func(), error) {
 	return func(ctx context.Context) (func(), error) {
 		if s.d.Limiter == nil {
 			return func() {}, nil
@@ -128,7 +162,7 @@ func (s *Server) admitter(c *gin.Context) func(context.Context) (func(), error) 
 		lease := s.d.RateLimit.WithDefaults().Lease
 		stopSlot := ratelimit.Hold(slot, lease/3, s.leaseLost("inflight"))
 		release := func() { stopSlot(); slot.Release() }
-		if s.d.Fleet != nil {
+		if apply && s.d.Fleet != nil {
 			ok, retry, fslot, err := s.d.Fleet.Acquire(ctx)
 			if err != nil {
 				release()

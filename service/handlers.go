@@ -126,7 +126,7 @@ func (s *Server) planAction(c *gin.Context) {
 	}
 	s.idempotent(c, body, func(ctx context.Context, fingerprint string) response {
 		res, err := s.d.Plans.Apply(ctx, actor(c), id, req, plans.ApplyOptions{ValidateOnly: validateOnly,
-			Admit: s.admitter(c), IdempotencyFingerprint: fingerprint})
+			Admit: s.applyAdmitter(c), IdempotencyFingerprint: fingerprint})
 		if err != nil {
 			return s.errorResponse(c, err)
 		}
