@@ -1,6 +1,7 @@
 // Command keenauthd is the Keenauth config-plans service.
 //
 //	keenauthd serve                      the server (configuration from KEENAUTHD_* variables)
+//	keenauthd dev [--data DIR] [--listen ADDR]   the whole product in one process on embedded storage
 //	keenauthd migrate                    apply the database migrations
 //	keenauthd env create --name N        create an environment → {"id"}
 //	keenauthd key create --env ID --permissions a,b   → {"id", "secret"} (shown once)
@@ -39,6 +40,7 @@ func exitCode(err error) int {
 
 const usage = `usage:
   keenauthd serve [--no-migrate]
+  keenauthd dev [--data DIR] [--listen ADDR]
   keenauthd migrate
   keenauthd env create --name NAME
   keenauthd key create --env ENV_ID --permissions PERM[,PERM…]
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "serve":
 		return serve(ctx, cfg, args[1:], stdout, stderr)
+	case "dev":
+		return dev(ctx, cfg, args[1:], stdout, stderr)
 	case "migrate":
 		return migrate(ctx, cfg, stdout)
 	case "env":

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/federation"
+	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/migrations"
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/ratelimit"
+	"github.com/keenauth/configplans/service"
+)
+
+// devEnvironmentName names the environment dev mode creates, and finds again
+// on a later start over the same data directory.
+const devEnvironmentName = "dev"
+
+// Files of dev mode's data directory.
+const (
+	devDatabaseFile = "keenauth.db"
+	devLockFile     = "keenauthd-dev.lock"
+)
+
+// dev runs the whole product in one process on an embedded default: SQLite
+// in a file of the data directory, in-process idempotency records, rate
+// limits and federation service. It is single-process by design: it holds
+// an exclusive lock on the data directory, and replicas need `serve` over
+// PostgreSQL and Redis.
+func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dataDir := fs.String("data", "", "data directory (default: a new temporary directory)")
+	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return usageError{"dev takes only --data DIR and --listen ADDR"}
+	}
+	temporary := *dataDir == ""
+	if temporary {
+		dir, err := os.MkdirTemp("", "keenauthd-dev-")
+		if err != nil {
+			return fmt.Errorf("dev: data directory: %w", err)
+		}
+		*dataDir = dir
+	} else if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+		return fmt.Errorf("dev: data directory: %w", err)
+	}
+	unlock, err := lockDataDir(filepath.Join(*dataDir, devLockFile))
+	if err != nil {
+		return fmt.Errorf("dev: %s is in use by another keenauthd dev (%w); stop it, or pass another --data (dev mode is one process: replicas need keenauthd serve with PostgreSQL and Redis)", *dataDir, err)
+	}
+	defer unlock()
+
+	log := newLogger(stderr, cfg.LogLevel)
+	dbPath := filepath.Join(*dataDir, devDatabaseFile)
+	db, err := plans.OpenSQLite(dbPath)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	defer closeDB(db)
+	if _, err := migrations.UpSQLite(ctx, db); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	pc := plans.DefaultConfig()
+	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
+	svc := plans.NewService(db, pc, nil, log, plans.Hooks{Federation: federation.NewInProcess()})
+
+	env, created, err := devEnvironment(ctx, svc, db)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	key, err := svc.CreateKey(ctx, env.ID, plans.AllPermissions())
+	if err != nil {
+		return fmt.Errorf("dev: create a key: %w", err)
+	}
+
+	secret := []byte(cfg.IdempotencySecret)
+	if len(secret) == 0 {
+		// The records live in this process only: any secret will do.
+		secret = []byte(rand.Text())
+	}
+	rl := ratelimit.Config{Quota: cfg.RateLimitQuota, Window: cfg.RateLimitWindow, Inflight: cfg.InflightLimit, Lease: 2 * cfg.ApplyLease}
+	var draining atomic.Bool
+	handler := service.New(service.Deps{
+		Plans:             svc,
+		Idempotency:       idempotency.NewMemoryStore(nil),
+		IdempotencySecret: secret,
+		IdempotencyLease:  2 * cfg.ApplyLease,
+		Limiter:           ratelimit.NewMemoryLimiter(rl, nil),
+		Fleet:             ratelimit.NewMemoryFleet(cfg.FleetApplyLimit),
+		RateLimit:         rl,
+		InternalToken:     cfg.InternalToken,
+		Log:               log,
+		Ready: func(ctx context.Context) error {
+			sqlDB, err := db.DB()
+			if err == nil {
+				err = sqlDB.PingContext(ctx)
+			}
+			if err != nil {
+				return fmt.Errorf("database: %w", err)
+			}
+			return nil
+		},
+		Draining: draining.Load,
+	})
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	addr := ln.Addr().String()
+	printDevBanner(stdout, devBanner{dataDir: *dataDir, temporary: temporary, dbPath: dbPath, env: env, envCreated: created,
+		key: key, addr: addr})
+	log.Info("keenauthd dev listening", "addr", addr, "data", *dataDir, "environment_id", env.ID, "api_key_id", key.ID)
+
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go sweepRevisions(ctx, svc, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	draining.Store(true)
+	log.Info("shutting down: draining requests", "timeout", cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// devEnvironment returns the dev environment of the database, creating it
+// on the first start.
+func devEnvironment(ctx context.Context, svc *plans.Service, db *gorm.DB) (plans.Environment, bool, error) {
+	var env plans.Environment
+	err := db.WithContext(ctx).Where("name = ?", devEnvironmentName).Order("id").Take(&env).Error
+	if err == nil {
+		return env, false, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return env, false, fmt.Errorf("find the %s environment: %w", devEnvironmentName, err)
+	}
+	env, err = svc.CreateEnvironment(ctx, devEnvironmentName)
+	if err != nil {
+		return env, false, fmt.Errorf("create the %s environment: %w", devEnvironmentName, err)
+	}
+	return env, true, nil
+}
+
+type devBanner struct {
+	dataDir    string
+	temporary  bool
+	dbPath     string
+	env        plans.Environment
+	envCreated bool
+	key        plans.CreatedKey
+	addr       string
+}
+
+// printDevBanner tells the user what runs and how to reach it: the lines to
+// paste into a shell for the keenauth CLI.
+func printDevBanner(w io.Writer, b devBanner) {
+	envState := "reused"
+	if b.envCreated {
+		envState = "created"
+	}
+	fmt.Fprintf(w, "keenauthd dev: one process, embedded storage, no PostgreSQL, Redis or federation service.\n")
+	fmt.Fprintf(w, "  Not for production: replicas need keenauthd serve with PostgreSQL and Redis.\n")
+	if b.temporary {
+		fmt.Fprintf(w, "data:        %s (a new temporary directory; pass --data %s to start again from it)\n", b.dataDir, b.dataDir)
+	} else {
+		fmt.Fprintf(w, "data:        %s\n", b.dataDir)
+	}
+	fmt.Fprintf(w, "database:    %s (SQLite)\n", b.dbPath)
+	fmt.Fprintf(w, "environment: %s %q (%s)\n", b.env.ID, b.env.Name, envState)
+	fmt.Fprintf(w, "api key:     %s (every permission; a new key at each start: only a key's hash is kept, so an earlier key's secret cannot be shown again)\n", b.key.ID)
+	fmt.Fprintf(w, "listening on %s\n\n", b.addr)
+	fmt.Fprintf(w, "export KEENAUTH_API_URL=http://%s\n", b.addr)
+	fmt.Fprintf(w, "export KEENAUTH_SECRET_KEY=%s\n\n", b.key.Secret)
+}
