@@ -1,6 +1,12 @@
 // Package apitest runs the real router over a test's own PostgreSQL
 // database and Redis key prefix, with a fake federation service, for
 // table-driven API tests.
+//
+// KEENAUTH_TEST_BACKEND=embedded runs the same tests over the storage of
+// `keenauthd dev` instead: a SQLite file of the test's own and the in-process
+// idempotency and rate-limit stores (the fake federation service stays, so
+// tests can assert on it). Tests that need PostgreSQL or Redis themselves
+// call e.RequirePostgres or e.RequireRedis.
 package apitest
 
 import (
@@ -11,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +62,27 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// Backends of the harness (KEENAUTH_TEST_BACKEND).
+const (
+	BackendPostgres = "postgres" // PostgreSQL and Redis, as production runs (the default)
+	BackendEmbedded = "embedded" // SQLite and in-process stores, as `keenauthd dev` runs
+)
+
+// Backend returns the backend the tests run on.
+func Backend() string {
+	switch v := os.Getenv("KEENAUTH_TEST_BACKEND"); v {
+	case "", BackendPostgres:
+		return BackendPostgres
+	case BackendEmbedded:
+		return BackendEmbedded
+	default:
+		panic("apitest: KEENAUTH_TEST_BACKEND=" + v + ": want postgres or embedded")
+	}
+}
+
+// Embedded reports whether the tests run on the embedded backend.
+func Embedded() bool { return Backend() == BackendEmbedded }
+
 // Options change the harness.
 type Options struct {
 	RateLimit  ratelimit.Config // zero: a quota high enough not to interfere
@@ -74,17 +102,19 @@ type Options struct {
 	Replica *Env
 	// Metrics registers the instance's collectors and serves /metrics.
 	Metrics bool
+	// On the embedded backend, Database, Redis and Replica skip the test:
+	// replicas need PostgreSQL and Redis.
 }
 
 // Env is one running API over its own database.
 type Env struct {
 	T       testing.TB
-	DB      *testdb.Database
+	DB      *testdb.Database // on the embedded backend, a SQLite file (URL empty)
 	Plans   *plans.Service
 	Handler http.Handler
 	Clock   *Clock
 	Fed     *fakefederation.Server
-	Redis   *redis.Client
+	Redis   *redis.Client // nil on the embedded backend
 	Prefix  string
 	Logs    *SyncBuffer
 	// EnvID and Secret are an environment and a key holding every permission.
@@ -117,16 +147,24 @@ func (s *SyncBuffer) String() string {
 func Setup(t testing.TB, opt Options) *Env {
 	t.Helper()
 	e := &Env{T: t, Clock: &Clock{}, Logs: &SyncBuffer{}}
+	embedded := Embedded()
+	if embedded && (opt.Replica != nil || opt.Database != nil || opt.Redis != nil) {
+		t.Skip("needs PostgreSQL/Redis: several instances over one database and Redis")
+	}
 	if r := opt.Replica; r != nil {
 		opt.Database, opt.Redis, opt.Prefix = r.DB, r.Redis, r.Prefix
 		e.Clock = r.Clock
 	}
 	e.DB = opt.Database
-	if e.DB == nil {
+	switch {
+	case e.DB != nil:
+	case embedded:
+		e.DB = testdb.NewSQLite(t)
+	default:
 		e.DB = testdb.New(t)
 	}
 	e.Redis, e.Prefix = opt.Redis, opt.Prefix
-	if e.Redis == nil {
+	if e.Redis == nil && !embedded {
 		e.Redis, e.Prefix = testdb.Redis(t)
 	}
 	log := service.NewLogger(e.Logs, slog.LevelDebug)
@@ -154,23 +192,29 @@ func Setup(t testing.TB, opt Options) *Env {
 	if fleet == 0 {
 		fleet = 1000
 	}
-	var observe service.Deps
-	if e.Metrics != nil {
-		observe.Metrics, observe.Hooks = e.Metrics.Handler(), e.Metrics.Service()
-	}
-	e.Handler = service.New(service.Deps{
+	deps := service.Deps{
 		Plans:             e.Plans,
-		Idempotency:       idempotency.NewRedisStore(e.Redis, e.Prefix),
 		IdempotencySecret: []byte("test-idempotency-secret"),
 		IdempotencyLease:  10 * time.Second,
-		Limiter:           ratelimit.NewRedisLimiter(e.Redis, e.Prefix, rl, log),
-		Fleet:             ratelimit.NewRedisFleet(e.Redis, e.Prefix, fleet, 2*time.Minute, 150*time.Millisecond, log),
 		RateLimit:         rl,
 		InternalToken:     InternalToken,
 		Log:               log,
-		Metrics:           observe.Metrics,
-		Hooks:             observe.Hooks,
-	})
+	}
+	if embedded {
+		// Real time, as Redis's TIME is on the other backend: the test
+		// clock moves plans, not idempotency records or rate limits.
+		deps.Idempotency = idempotency.NewMemoryStore(time.Now)
+		deps.Limiter = ratelimit.NewMemoryLimiter(rl, time.Now)
+		deps.Fleet = ratelimit.NewMemoryFleet(fleet)
+	} else {
+		deps.Idempotency = idempotency.NewRedisStore(e.Redis, e.Prefix)
+		deps.Limiter = ratelimit.NewRedisLimiter(e.Redis, e.Prefix, rl, log)
+		deps.Fleet = ratelimit.NewRedisFleet(e.Redis, e.Prefix, fleet, 2*time.Minute, 150*time.Millisecond, log)
+	}
+	if e.Metrics != nil {
+		deps.Metrics, deps.Hooks = e.Metrics.Handler(), e.Metrics.Service()
+	}
+	e.Handler = service.New(deps)
 	if r := opt.Replica; r != nil {
 		e.EnvID, e.Secret = r.EnvID, r.Secret
 		return e
@@ -182,6 +226,24 @@ func Setup(t testing.TB, opt Options) *Env {
 	e.EnvID = env.ID
 	e.Secret = e.Key(plans.AllPermissions()...)
 	return e
+}
+
+// RequirePostgres skips the test on the embedded backend: it needs
+// PostgreSQL itself (its SQL, pg_dump, a connection of its own).
+func (e *Env) RequirePostgres() {
+	e.T.Helper()
+	if Embedded() {
+		e.T.Skip("needs PostgreSQL/Redis: runs on the postgres backend only")
+	}
+}
+
+// RequireRedis skips the test on the embedded backend: it needs Redis
+// itself (its keys, its clock, its failures).
+func (e *Env) RequireRedis() {
+	e.T.Helper()
+	if Embedded() {
+		e.T.Skip("needs PostgreSQL/Redis: runs on the postgres backend only")
+	}
 }
 
 // Key creates an API key of the environment holding perms.
