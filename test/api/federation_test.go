@@ -300,8 +300,14 @@ func TestApplyFederationUnavailable503(t *testing.T) {
 				t.Fatalf("events = %v, want %v", ev, want)
 			}
 			conID := secConnID(t, e, "acme-sso")
-			if conID == "" || e.Fed.SecretOf(e.EnvID, conID) != "" {
+			if conID == "" || e.Fed.SecretOf(e.EnvID, conID) != "" || secConnections(e)["acme-sso"] == nil {
 				t.Fatalf("connection %q, stored secret %q", conID, e.Fed.SecretOf(e.EnvID, conID))
+			}
+			if revs := fedList(t, e, "/v1/config-revisions"); len(revs) != 1 || revs[0]["plan_id"] != id {
+				t.Fatalf("revisions = %v", revs)
+			}
+			if logs := fedList(t, e, "/v1/management-logs?type=config.applied"); len(logs) != 1 || logs[0]["plan_id"] != id {
+				t.Fatalf("config.applied = %v", logs)
 			}
 			if r := secApply(e, id, applyBody("acme-sso", secSecret)); r.Status != http.StatusConflict || r.Code() != "config_conflict" {
 				t.Fatalf("retry: %d %s", r.Status, r.Body)
@@ -434,6 +440,12 @@ func TestFederationTokenRefused503(t *testing.T) {
 	if ev := secEvents(t, e, p["id"].(string)); !slices.Equal(ev, []string{"plan_created", "apply_started", "federation_failed:service_unavailable"}) {
 		t.Fatalf("events = %v", ev)
 	}
+
+	// A federation service that lost the material cannot test it.
+	empty := fakefederation.New("the-right-token")
+	t.Cleanup(empty.Close)
+	sw.use(federation.NewHTTPClient(federation.HTTPConfig{BaseURL: empty.URL(), Token: "the-right-token"}))
+	secWant(t, testConn(e, "acme-sso"), http.StatusConflict, "connection_not_testable")
 }
 
 // TestApplyWithoutFederationService503: with no federation service

@@ -253,6 +253,9 @@ func TestApply422SPHost(t *testing.T) {
 		"/resolved_secrets invalid_type")
 	secWant(t, secApply(e, wid, `{"resolved_secrets": {}, "client_secret": "x"}`), http.StatusBadRequest, "unknown_field",
 		"/client_secret unknown_field")
+	// A name given twice has no single value.
+	secWant(t, secApply(e, wid, `{"resolved_secrets": {"KEENAUTH_X": "a", "KEENAUTH_X": "b"}}`), http.StatusBadRequest, "malformed_request",
+		"/resolved_secrets invalid_type")
 	// sp_host: null is no host.
 	if r := secApply(e, wid, `{"sp_host": null}`); r.Status != http.StatusOK {
 		t.Fatalf("sp_host null: %d %s", r.Status, r.Body)
