@@ -8,7 +8,7 @@ import (
 
 // checkContract checks what every answer of the API must hold: a
 // Request-Id, Cache-Control: no-store on /v1, problem+json for errors,
-// and never a 500.
+// never a 500, and an answer that matches the OpenAPI document.
 func checkContract(t testing.TB, req *http.Request, r *Response) {
 	t.Helper()
 	if !strings.HasPrefix(r.Header.Get("Request-Id"), "req_") {
@@ -23,4 +23,5 @@ func checkContract(t testing.TB, req *http.Request, r *Response) {
 	if r.Status >= 500 && r.Status != http.StatusNotImplemented && r.Status != http.StatusServiceUnavailable {
 		t.Errorf("%s %s: %d %s", req.Method, req.URL.Path, r.Status, r.Body)
 	}
+	ValidateResponse(t, req, r)
 }
