@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"time"
@@ -77,16 +78,40 @@ func ParsePlanRequest(body []byte) (*PlanRequest, error) {
 }
 
 // strictObject decodes a JSON object, answering malformed_request otherwise.
+// A member repeated in the object is malformed too (as in a document), not
+// silently replaced by its last occurrence.
 func strictObject(body []byte, dst *map[string]json.RawMessage) error {
+	notObject := &Error{Code: "malformed_request", Detail: "the request body must be a JSON object"}
 	d := json.NewDecoder(bytes.NewReader(body))
-	if err := d.Decode(dst); err != nil || *dst == nil {
-		return &Error{Code: "malformed_request", Detail: "the request body must be a JSON object"}
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return notObject
 	}
-	if d.More() {
-		return &Error{Code: "malformed_request", Detail: "the request body has data after the JSON object"}
+	*dst = map[string]json.RawMessage{}
+	var repeated []FieldError
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return notObject
+		}
+		key, _ := t.(string)
+		var value json.RawMessage
+		if err := d.Decode(&value); err != nil {
+			return notObject
+		}
+		if _, dup := (*dst)[key]; dup {
+			repeated = append(repeated, FieldError{Pointer: Pointer(key), Code: ProblemMalformedRequest,
+				Detail: "This member is repeated in its object."})
+			continue
+		}
+		(*dst)[key] = value
 	}
-	var extra any
-	if err := d.Decode(&extra); err == nil {
+	if _, err := d.Token(); err != nil {
+		return notObject
+	}
+	if len(repeated) > 0 {
+		return Problems(ProblemMalformedRequest, repeated)
+	}
+	if _, err := d.Token(); err != io.EOF {
 		return &Error{Code: "malformed_request", Detail: "the request body has data after the JSON object"}
 	}
 	return nil
