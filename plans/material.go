@@ -46,6 +46,11 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		if !c.WritesMaterial {
 			continue
 		}
+		if unavailable != nil {
+			// The other writes would wait for the same outage; the new
+			// plan writes every material still missing.
+			break
+		}
 		if err := s.db.WithContext(ctx).Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
 			Update("lease_until", s.now().Add(s.cfg.ApplyLease)).Error; err != nil {
 			s.log.WarnContext(ctx, "renewing the apply lease failed", "plan_id", p.ID, "error", err)
@@ -93,14 +98,14 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 	ctx2, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if len(rejected) == 0 && unavailable == nil {
-		return s.db.WithContext(ctx2).Transaction(func(tx *gorm.DB) error {
+		return interpretError(s.db.WithContext(ctx2).Transaction(func(tx *gorm.DB) error {
 			res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
 				Updates(map[string]any{"status": StatusApplied, "applied_at": s.now(), "lease_token": "", "lease_until": nil})
 			if res.Error != nil {
 				return res.Error
 			}
 			return s.addEvent(tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID})
-		})
+		}))
 	}
 	var answer *Error
 	if len(rejected) > 0 {

@@ -675,3 +675,29 @@ func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
 		t.Fatalf("events = %v", ev)
 	}
 }
+
+// TestApplyFederationUnavailableStopsTheWrites: once the federation service
+// is unavailable, the apply answers 503 without trying the other
+// connections' material; the new plan writes all of it.
+func TestApplyFederationUnavailableStopsTheWrites(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	doc := connDoc(map[string]any{"a-sso": oidcConn("A", false, "a"), "b-sso": oidcConn("B", false, "b")})
+	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("a-sso"): "sa", plans.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
+	e.Fed.Unavailable()
+	secWant(t, secApply(e, e.Plan(doc, false)["id"].(string), body), http.StatusServiceUnavailable, "service_unavailable")
+	puts := fedPuts(e.Fed)
+	a := secConnID(t, e, "a-sso")
+	if len(puts) != 1+federation.DefaultRetries || slices.ContainsFunc(puts, func(c fakefederation.Call) bool { return !strings.Contains(c.Path, a) }) {
+		t.Fatalf("PUTs after the service became unavailable: %d", len(puts))
+	}
+	e.Fed.Clear()
+	p := e.Plan(doc, false)
+	if got := fedActive(p); !slices.Equal(got, []string{"update connection/a-sso", "update connection/b-sso"}) {
+		t.Fatalf("new plan = %v", got)
+	}
+	e.Apply(p["id"].(string), body)
+	if e.Fed.SecretOf(e.EnvID, a) != "sa" || e.Fed.SecretOf(e.EnvID, secConnID(t, e, "b-sso")) != "sb" {
+		t.Fatalf("material not written")
+	}
+}
