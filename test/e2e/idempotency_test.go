@@ -1,0 +1,230 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/keenauth/configplans/test/testdb"
+)
+
+// evictionWarnings returns the start-up warnings about Redis's eviction
+// policy in a process's logs, with the policy each names.
+func evictionWarnings(t *testing.T, logs string) []string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		var l struct {
+			Level  string `json:"level"`
+			Msg    string `json:"msg"`
+			Policy string `json:"policy"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && strings.Contains(l.Msg, "maxmemory-policy can evict") {
+			if l.Level != "WARN" {
+				t.Errorf("eviction warning at level %q", l.Level)
+			}
+			out = append(out, l.Policy)
+		}
+	}
+	return out
+}
+
+// TestSameKeyRacedOnTwoProcessesAppliesOnce sends one apply with one key to
+// two keenauthd processes at once, for several plans.
+func TestSameKeyRacedOnTwoProcessesAppliesOnce(t *testing.T) {
+	c := newCluster(t, 2)
+	for i := range 5 {
+		id := c.plan("race" + strconv.Itoa(i))
+		key := "race-" + strconv.Itoa(i)
+		start := make(chan struct{})
+		answers := make([]answer, 2)
+		var wg sync.WaitGroup
+		for j, n := range c.Nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				answers[j] = c.do(n, "POST", applyPath(id), map[string]any{}, key)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		fresh := 0
+		for _, a := range answers {
+			switch {
+			case a.Status == http.StatusOK && !a.Replayed():
+				fresh++
+			case a.Status == http.StatusOK, a.Status == http.StatusConflict && a.Code() == "idempotency_key_in_use":
+			default:
+				t.Fatalf("plan %d: answer %d %s", i, a.Status, a.Body)
+			}
+		}
+		if fresh != 1 {
+			t.Fatalf("plan %d: %d first answers, want 1", i, fresh)
+		}
+		c.appliedOnce(id)
+		// Both processes replay it now.
+		for _, n := range c.Nodes {
+			if a := c.do(n, "POST", applyPath(id), map[string]any{}, key); a.Status != http.StatusOK || !a.Replayed() {
+				t.Errorf("plan %d: retry answered %d %s (replayed %v)", i, a.Status, a.Body, a.Replayed())
+			}
+		}
+	}
+	policy := c.Redis.ConfigGet(context.Background(), "maxmemory-policy").Val()["maxmemory-policy"]
+	for i, n := range c.Nodes {
+		if w := evictionWarnings(t, n.Logs()); policy == "noeviction" && len(w) != 0 {
+			t.Errorf("process %d warned about eviction under noeviction: %v", i, w)
+		}
+	}
+}
+
+// TestRetryStormOnTwoProcessesWithFlushDBAppliesOnce: 100 requests of one
+// apply with one key over two processes. The first is held inside its
+// transaction (the test holds a lock of the environment's row that the
+// apply takes first) while the Redis database is flushed; it is flushed again
+// after the apply.
+func TestRetryStormOnTwoProcessesWithFlushDBAppliesOnce(t *testing.T) {
+	c := newCluster(t, 2)
+	id := c.plan("storm")
+	path := applyPath(id)
+	ctx := context.Background()
+
+	// NO KEY UPDATE: it holds back the apply's own lock of the row, not the
+	// foreign-key checks of the rows written before (the claim's event).
+	lock := c.DB.DB.Begin()
+	if err := lock.Exec("SELECT id FROM environments WHERE id = ? FOR NO KEY UPDATE", c.EnvID).Error; err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			lock.Rollback()
+		}
+	}()
+
+	type result struct {
+		n int
+		a answer
+	}
+	results := make(chan result, 100)
+	go func() { results <- result{0, c.do(c.Nodes[0], "POST", path, map[string]any{}, "storm")} }()
+	// Wait until the first request has claimed the plan and waits for the lock.
+	deadline := time.Now().Add(20 * time.Second)
+	for c.count("SELECT count(*) FROM config_plans WHERE id = ? AND status = 'applying'", id) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first apply never claimed the plan")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		go func() {
+			for n := range jobs {
+				results <- result{n, c.do(c.Nodes[n%2], "POST", path, map[string]any{}, "storm")}
+				wg.Done()
+			}
+		}()
+	}
+	defer close(jobs)
+	send := func(from, to int) {
+		for n := from; n < to; n++ {
+			wg.Add(1)
+			jobs <- n
+		}
+		wg.Wait()
+	}
+
+	send(1, 21) // the Redis record is in flight
+	if err := c.Redis.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	send(21, 41) // no Redis record; the plan says applying
+	if err := lock.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	locked = false
+	for len(results) < 41 {
+		time.Sleep(5 * time.Millisecond) // until the first request has its answer
+	}
+	send(41, 70)
+	if err := c.Redis.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	send(70, 100)
+	close(results)
+
+	byN := map[int]answer{}
+	for r := range results {
+		byN[r.n] = r.a
+	}
+	if len(byN) != 100 {
+		t.Fatalf("%d answers, want 100", len(byN))
+	}
+	first := byN[0]
+	if first.Status != http.StatusOK || first.Replayed() || first.JSON()["status"] != "applied" {
+		t.Fatalf("first request: %d %s (replayed %v)", first.Status, first.Body, first.Replayed())
+	}
+	for n := 1; n < 100; n++ {
+		a := byN[n]
+		switch {
+		case a.Status == http.StatusOK && a.Replayed():
+			if !bytes.Equal(a.Body, first.Body) {
+				t.Errorf("request %d: body %s\nwant %s", n, a.Body, first.Body)
+			}
+		case a.Status == http.StatusConflict && a.Code() == "idempotency_key_in_use":
+			if ra, err := strconv.Atoi(a.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 2 {
+				t.Errorf("request %d: Retry-After %q", n, a.Header.Get("Retry-After"))
+			}
+		default:
+			t.Errorf("request %d: %d %s (replayed %v)", n, a.Status, a.Body, a.Replayed())
+		}
+		if n <= 40 && a.Code() != "idempotency_key_in_use" {
+			t.Errorf("request %d during the apply: %d %s", n, a.Status, a.Body)
+		}
+	}
+	c.appliedOnce(id)
+}
+
+// TestStartWarnsWhenRedisCanEvict sets Redis's maxmemory-policy, a setting
+// of the whole server, for as long as one process takes to start. It does
+// not run in parallel with other tests.
+func TestStartWarnsWhenRedisCanEvict(t *testing.T) {
+	c := newCluster(t, 0)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
+	t.Cleanup(func() { admin.Close() })
+	before, err := admin.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil || before["maxmemory-policy"] == "" {
+		t.Fatalf("CONFIG GET maxmemory-policy: %v %v", before, err)
+	}
+	restore := sync.OnceFunc(func() {
+		if err := admin.ConfigSet(ctx, "maxmemory-policy", before["maxmemory-policy"]).Err(); err != nil {
+			t.Errorf("restore maxmemory-policy %s: %v", before["maxmemory-policy"], err)
+		}
+	})
+	t.Cleanup(restore)
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Fatalf("CONFIG SET maxmemory-policy: %v", err)
+	}
+	n := c.start()
+	restore()
+
+	if w := evictionWarnings(t, n.Logs()); len(w) != 1 || w[0] != "allkeys-lru" {
+		t.Fatalf("eviction warnings = %v, want one naming allkeys-lru; logs:\n%s", w, n.Logs())
+	}
+	// The process serves all the same.
+	a := c.do(n, "GET", "/readyz", nil, "")
+	if a.Status != http.StatusOK {
+		t.Fatalf("/readyz: %d %s", a.Status, a.Body)
+	}
+}

@@ -1,0 +1,293 @@
+package e2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/keenauth/configplans/test/testdb"
+)
+
+// redisDB is the Redis database number of these tests; they may FLUSHDB it.
+// The tests of this package therefore run one at a time.
+const redisDB = 11
+
+// binary is keenauthd, built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "keenauthd-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "keenauthd")
+	build := exec.Command("go", "build", "-o", binary, "github.com/keenauth/configplans/cmd/keenauthd")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build keenauthd:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// redisURL is the Redis database of these tests.
+func redisURL() string { return fmt.Sprintf("redis://%s/%d", testdb.RedisAddr(), redisDB) }
+
+// flushable returns a client of the tests' Redis database, emptied now and
+// at the end of t.
+func flushable(t *testing.T) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr(), DB: redisDB})
+	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatalf("FLUSHDB %d: %v", redisDB, err)
+	}
+	t.Cleanup(func() {
+		rdb.FlushDB(context.Background())
+		rdb.Close()
+	})
+	return rdb
+}
+
+// cluster is a database, an environment with an all-permissions key, and
+// the keenauthd processes serving them.
+type cluster struct {
+	t      *testing.T
+	DB     *testdb.Database
+	Redis  *redis.Client
+	env    []string
+	EnvID  string
+	Secret string
+	Nodes  []*node
+}
+
+// node is one keenauthd serve process.
+type node struct {
+	URL  string
+	logs *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Logs returns what the process logged so far.
+func (n *node) Logs() string { return n.logs.String() }
+
+// newCluster prepares a database as an operator would (migrate, env
+// create, key create) and starts n serve processes on it. extra adds
+// KEENAUTHD_* variables.
+func newCluster(t *testing.T, n int, extra ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, DB: testdb.New(t), Redis: flushable(t)}
+	c.env = append([]string{
+		"KEENAUTHD_DATABASE_URL=" + c.DB.URL,
+		"KEENAUTHD_REDIS_URL=" + redisURL(),
+		"KEENAUTHD_LISTEN=127.0.0.1:0",
+		"KEENAUTHD_IDEMPOTENCY_SECRET=e2e-idempotency-secret",
+		"KEENAUTHD_INTERNAL_TOKEN=e2e-internal-token",
+		"KEENAUTHD_LOG_LEVEL=info",
+	}, extra...)
+	c.command("migrate")
+	var env struct{ ID string }
+	c.decode(c.command("env", "create", "--name", "Shop"), &env)
+	var key struct{ Secret string }
+	c.decode(c.command("key", "create", "--env", env.ID, "--permissions", "all"), &key)
+	if env.ID == "" || !strings.HasPrefix(key.Secret, "ksk_") {
+		t.Fatalf("env %q, key %q", env.ID, key.Secret)
+	}
+	c.EnvID, c.Secret = env.ID, key.Secret
+	for range n {
+		c.Nodes = append(c.Nodes, c.start())
+	}
+	return c
+}
+
+// command runs a one-shot keenauthd command and returns its standard output.
+func (c *cluster) command(args ...string) []byte {
+	c.t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = c.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		c.t.Fatalf("keenauthd %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+func (c *cluster) decode(b []byte, v any) {
+	c.t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		c.t.Fatalf("decode %s: %v", b, err)
+	}
+}
+
+// start runs keenauthd serve until the test ends, and waits until it
+// listens.
+func (c *cluster) start() *node {
+	c.t.Helper()
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = c.env
+	n := &node{logs: &syncBuffer{}}
+	cmd.Stderr = n.logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("start keenauthd serve: %v", err)
+	}
+	exited := make(chan struct{})
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				listening <- addr
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	c.t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	select {
+	case addr := <-listening:
+		n.URL = "http://" + addr
+	case <-exited:
+		c.t.Fatalf("keenauthd serve exited:\n%s", n.Logs())
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("keenauthd serve did not listen:\n%s", n.Logs())
+	}
+	return n
+}
+
+// answer is an HTTP answer.
+type answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (a answer) JSON() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(a.Body, &m)
+	return m
+}
+
+func (a answer) Code() string {
+	s, _ := a.JSON()["code"].(string)
+	return s
+}
+
+func (a answer) Replayed() bool { return a.Header.Get("Idempotent-Replayed") == "true" }
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// do sends a request to a node; body is JSON-encoded unless nil.
+func (c *cluster) do(n *node, method, path string, body any, key string) answer {
+	c.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, n.URL+path, r)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Secret)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		c.t.Errorf("%s %s: %v", method, path, err)
+		return answer{}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// plan creates a plan that adds one API and returns its id.
+func (c *cluster) plan(name string) string {
+	c.t.Helper()
+	doc := map[string]any{"apis": map[string]any{name: map[string]any{
+		"identifier": "https://api.shop.example/" + name, "display_name": "API " + name, "token_lifetime_seconds": 3600}}}
+	a := c.do(c.Nodes[0], "POST", "/v1/config-plans", map[string]any{"config": doc}, "")
+	if a.Status != http.StatusCreated {
+		c.t.Fatalf("create plan: %d %s", a.Status, a.Body)
+	}
+	return a.JSON()["id"].(string)
+}
+
+func applyPath(planID string) string { return "/v1/config-plans/" + planID + ":apply" }
+
+func (c *cluster) count(query string, args ...any) int64 {
+	c.t.Helper()
+	var n int64
+	if err := c.DB.DB.Raw(query, args...).Scan(&n).Error; err != nil {
+		c.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// appliedOnce fails the test unless the plan was applied exactly once: one
+// apply_started event, one revision, one config.applied entry.
+func (c *cluster) appliedOnce(planID string) {
+	c.t.Helper()
+	started := c.count("SELECT count(*) FROM plan_events WHERE plan_id = ? AND type = 'apply_started'", planID)
+	revs := c.count("SELECT count(*) FROM config_revisions WHERE plan_id = ?", planID)
+	logs := c.count("SELECT count(*) FROM management_logs WHERE plan_id = ? AND type = 'config.applied'", planID)
+	if started != 1 || revs != 1 || logs != 1 {
+		c.t.Fatalf("plan %s: %d apply_started, %d revisions, %d config.applied; want one each", planID, started, revs, logs)
+	}
+}
