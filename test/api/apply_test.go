@@ -1177,3 +1177,42 @@ func TestApply413WhenTheRevisionIsTooLarge(t *testing.T) {
 		t.Errorf("no revision: %v", res["revision_id"])
 	}
 }
+
+// TestApplyActivatesAnEnterpriseConnectionAfterASuccessfulTest: row 16
+// refuses the activation while the connection's material has no successful
+// test, allows it after one, and refuses again once the material changes.
+func TestApplyActivatesAnEnterpriseConnectionAfterASuccessfulTest(t *testing.T) {
+	t.Parallel()
+	k := newApplyEnv(t, apitest.Options{})
+	secrets := map[string]any{"resolved_secrets": map[string]any{acmeSecret: "s3cret"}, "sp_host": "login.shop.example"}
+	res := k.planAndApply(`{"connections": {"acme-sso": `+acmeInactive+`}}`, false, secrets)
+	conID, _ := res["changes"].([]any)[0].(map[string]any)["resource_id"].(string)
+	if !plans.ValidID(plans.PrefixConnection, conID) {
+		t.Fatalf("resource_id = %q", conID)
+	}
+	testConnection := func(want string) {
+		t.Helper()
+		r := k.e.Do(apitest.Request{Method: "POST", Path: "/v1/connections/acme-sso:test"})
+		if r.Status != http.StatusOK || r.JSON()["status"] != want {
+			t.Fatalf("connection test: %d %s, want %s", r.Status, r.Body, want)
+		}
+	}
+	activate := k.planID(`{"connections": {"acme-sso": `+acmeActive+`}}`, false)
+
+	k.e.Fed.TestResult(k.e.EnvID, conID, false, "the issuer does not answer")
+	testConnection("failed")
+	assertProblem(t, k.apply(activate, nil), 409, "connection_test_required", []fieldProblem{{"/changes/0/spec", "test_required"}})
+
+	k.e.Fed.TestResult(k.e.EnvID, conID, true, "")
+	testConnection("succeeded")
+	if r := k.mustApply(activate, nil); r["status"] != "applied" {
+		t.Fatalf("activation: %v", r["status"])
+	}
+
+	// New material makes the test stale.
+	changed := strings.Replace(acmeActive, `"client_id": "abc"`, `"client_id": "xyz"`, 1)
+	id := k.planID(`{"connections": {"acme-sso": `+changed+`}}`, false)
+	before := k.snapshot()
+	assertProblem(t, k.apply(id, secrets), 409, "connection_test_required", []fieldProblem{{"/changes/0/spec", "test_required"}})
+	k.assertUnchanged(before)
+}
