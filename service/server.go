@@ -66,6 +66,10 @@ func New(d Deps) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// A path with a trailing slash is unknown (404 problem) rather than
+	// redirected: Gin's redirect skips the middleware, so it would carry no
+	// Request-Id or Cache-Control, and would turn a POST into a 307.
+	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
 	r.Use(s.requestID, s.observe, s.recover, s.refuseWhileDraining)
 	if d.Observe != nil {
