@@ -550,6 +550,7 @@ func TestIdempotencyKeyScopedByAPIKey(t *testing.T) {
 func TestIdempotentApplyReplayedFromPostgresWhenRedisLostTheRecord(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
+	e.RequireRedis() // deletes Redis records
 	other := e.Key(plans.AllPermissions()...)
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 	first := idemPost(e, idemApplyPath(id), map[string]any{}, "pg-1")
@@ -588,6 +589,7 @@ func TestIdempotencyKeyInUseFromPostgresWhenRedisLostTheRecordMidApply(t *testin
 	t.Parallel()
 	hooks, entered, release := idemSlowApply()
 	e := apitest.Setup(t, apitest.Options{Hooks: hooks})
+	e.RequireRedis() // deletes Redis records
 	defer release()
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 	done := make(chan *apitest.Response, 1)
@@ -748,4 +750,20 @@ func TestRetryStormOnTwoReplicasWithRedisFlushedAppliesOnce(t *testing.T) {
 		}
 	}
 	idemAppliedOnce(t, e1, id)
+}
+
+// TestIdempotentApplyReplayedFromPostgresConsumesNoRateLimit: the quota is
+// used up, yet the retry of the applying key is answered.
+func TestIdempotentApplyReplayedFromPostgresConsumesNoRateLimit(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{RateLimit: rlConfig(2, 60, 2)})
+	id := e.Plan(idemDoc("orders"), false)["id"].(string)
+	first := idemPost(e, idemApplyPath(id), map[string]any{}, "pg-quota")
+	idemFresh(t, first, http.StatusOK)
+	if n := idemDelete(t, e.Redis, e.Prefix+"idem:*"); n != 1 {
+		t.Fatalf("deleted %d idempotency records, want 1", n)
+	}
+	idemReplay(t, idemPost(e, idemApplyPath(id), map[string]any{}, "pg-quota"), first)
+	// Anything else is over the quota.
+	idemWant(t, idemPost(e, idemApplyPath(id), map[string]any{}, "pg-other"), http.StatusTooManyRequests, "rate_limited")
 }
