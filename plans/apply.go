@@ -608,7 +608,10 @@ func (s *Service) write(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, cur 
 		case ActionCreate:
 			id := ""
 			if c.Kind == KindConnection {
-				id = NewID(PrefixConnection)
+				// A restored connection keeps the id the plan names.
+				if json.Unmarshal(c.ResourceID, &id) != nil || !ValidID(PrefixConnection, id) {
+					id = NewID(PrefixConnection)
+				}
 				out.connIDs[c.Key] = id
 			}
 			creates = append(creates, Resource{EnvironmentID: a.EnvironmentID, Kind: c.Kind, Key: c.Key, ResourceID: id,

@@ -3,6 +3,7 @@ package plans
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"slices"
 
@@ -29,6 +30,7 @@ func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID strin
 		defer release()
 	}
 	doc := &Document{Entries: map[Kind][]Entry{}}
+	formerIDs := map[string]string{}
 	for _, t := range rev.Types {
 		doc.Types = append(doc.Types, Kind(t))
 	}
@@ -38,6 +40,9 @@ func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID strin
 			doc.Types = append(doc.Types, k)
 		}
 		e := Entry{Kind: k, Key: r.Key}
+		if k == KindConnection && r.Action == ActionDelete {
+			formerIDs[r.Key] = r.ResourceIDBefore
+		}
 		if r.Action != ActionCreate {
 			e.Spec = canonical(r.SpecBefore)
 		}
@@ -49,6 +54,13 @@ func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID strin
 		p, err := s.computePlan(ctx, tx, a, doc, false, nil)
 		if err != nil {
 			return err
+		}
+		// A deleted connection comes back with its former id, so the
+		// callback URL registered at its identity provider still works.
+		for i, c := range p.Changes {
+			if c.Kind == KindConnection && c.Action == ActionCreate && formerIDs[c.Key] != "" {
+				p.Changes[i].ResourceID = json.RawMessage(mustJSON(formerIDs[c.Key]))
+			}
 		}
 		if err := s.insertPlan(tx, a, p); err != nil {
 			return err

@@ -285,3 +285,35 @@ func TestRestoreCountsAgainstTheRateLimit(t *testing.T) {
 		t.Errorf("%d plans, want 3 (the first and two restores)", n)
 	}
 }
+
+// TestRestoreBringsADeletedConnectionBackWithItsID: the callback URL
+// registered at the identity provider names the connection id, so a
+// restored connection keeps the id it had.
+func TestRestoreBringsADeletedConnectionBackWithItsID(t *testing.T) {
+	t.Parallel()
+	k := newApplyEnv(t, apitest.Options{})
+	k.seed()
+	connID := func() string {
+		var id string
+		k.e.GormDB().Raw("SELECT resource_id FROM resources WHERE environment_id = ? AND kind = 'connection' AND key = 'github'", k.e.EnvID).Scan(&id)
+		return id
+	}
+	former := connID()
+	if former == "" {
+		t.Fatal("the seed has no connection github")
+	}
+	res := k.planAndApply(`{"connections": {"github": null}}`, false, map[string]any{"confirm_deletions": []any{"connection/github"}})
+	r := k.e.Do(apitest.Request{Method: "POST", Path: "/v1/config-revisions/" + res["revision_id"].(string) + ":restore"})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("restore: %d %s", r.Status, r.Body)
+	}
+	p := r.JSON()
+	change := p["changes"].([]any)[0].(map[string]any)
+	if change["action"] != "create" || change["resource_id"] != former {
+		t.Fatalf("restore change = %v, want a create naming %s", change, former)
+	}
+	k.mustApply(p["id"].(string), map[string]any{})
+	if got := connID(); got != former {
+		t.Errorf("restored connection id = %s, want %s", got, former)
+	}
+}
