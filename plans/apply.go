@@ -413,22 +413,25 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 		return nil, &Error{Code: "config_conflict", Detail: "the configuration changed after the plan was made; create a new plan", Errors: conflicts}
 	}
 
-	// Row 14: a unique value another resource holds.
+	// Row 14: a unique value another resource holds. The holders of the
+	// unique values of a kind are indexed once, in key order: scanning the
+	// kind for every change made an apply quadratic in its size.
 	var dups []FieldError
+	holders := map[Kind]map[UniqueValue][]string{}
 	for i, c := range p.Changes {
 		if c.Action != ActionCreate && c.Action != ActionUpdate {
 			continue
 		}
 		for _, u := range UniqueValues(c.Kind, c.Spec) {
-			post.each(c.Kind, func(other string, spec json.RawMessage) {
-				if other == c.Key {
-					return
-				}
-				if slices.Contains(UniqueValues(c.Kind, spec), u) {
+			if holders[c.Kind] == nil {
+				holders[c.Kind] = post.uniqueHolders(c.Kind)
+			}
+			for _, other := range holders[c.Kind][u] {
+				if other != c.Key {
 					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: "duplicate",
 						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
 				}
-			})
+			}
 		}
 	}
 	if len(dups) > 0 {
@@ -698,6 +701,18 @@ func (s *Service) untestedConnections(ctx context.Context, tx *gorm.DB, envID st
 		}
 	}
 	return out, nil
+}
+
+// uniqueHolders maps every unique value of the resources of kind k in the
+// post-plan state to the keys that hold it, in key order.
+func (p *postState) uniqueHolders(k Kind) map[UniqueValue][]string {
+	out := map[UniqueValue][]string{}
+	p.each(k, func(key string, spec json.RawMessage) {
+		for _, u := range UniqueValues(k, spec) {
+			out[u] = append(out[u], key)
+		}
+	})
+	return out
 }
 
 func kindStrings(ks []Kind) []string {
