@@ -1,7 +1,6 @@
 package plans
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -678,8 +677,12 @@ func (s *Service) untestedConnections(ctx context.Context, tx *gorm.DB, envID st
 		}
 		r := cur.get(c.Kind, c.Key)
 		if r != nil {
-			if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active && bytes.Equal(canonical(cv.OIDC), canonical(v.OIDC)) {
-				continue // already active with the same material
+			// Row 16 names creations and activations only: an update of a
+			// connection that is already active (even of its material) is
+			// not refused; the material's test becomes stale, which matters
+			// the next time the connection is activated.
+			if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active {
+				continue
 			}
 		}
 		ok := false

@@ -355,7 +355,7 @@ func applyErrorCases() []applyCase {
 				return applyCall{plan: k.planID(envSettings("Renamed"), false), body: "{not json"}
 			}},
 		{name: "apply400WrongType", status: 400, code: "malformed_request", planStatus: "planned", events: created,
-			errors: []fieldProblem{{"/confirm_deletions", "invalid_type"}, {"/sp_host", "invalid_type"}},
+			errors: []fieldProblem{{"/confirm_deletions", "malformed_request"}, {"/sp_host", "malformed_request"}},
 			setup: func(k *applyEnv) applyCall {
 				return applyCall{plan: k.planID(envSettings("Renamed"), false),
 					body: map[string]any{"confirm_deletions": "connection/github", "sp_host": 7}}
@@ -1064,6 +1064,7 @@ func TestApplyKeepsNothingWhenTheLastWriteFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.RequestID = plans.NewID(plans.PrefixRequest)
 	_, err = k.e.Plans.Apply(context.Background(), a, id, &plans.ApplyRequest{}, plans.ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
 		t.Fatalf("apply error = %v, want the trigger's", err)
@@ -1209,10 +1210,15 @@ func TestApplyActivatesAnEnterpriseConnectionAfterASuccessfulTest(t *testing.T) 
 		t.Fatalf("activation: %v", r["status"])
 	}
 
-	// New material makes the test stale.
+	// Row 16 names creations and activations: new material for a connection
+	// that is already active is written, and makes its test stale.
 	changed := strings.Replace(acmeActive, `"client_id": "abc"`, `"client_id": "xyz"`, 1)
+	k.mustApply(k.planID(`{"connections": {"acme-sso": `+changed+`}}`, false), secrets)
+
+	// Deactivated, the connection cannot be activated again on the stale test.
+	k.mustApply(k.planID(`{"connections": {"acme-sso": `+strings.Replace(acmeInactive, `"client_id": "abc"`, `"client_id": "xyz"`, 1)+`}}`, false), nil)
 	id := k.planID(`{"connections": {"acme-sso": `+changed+`}}`, false)
 	before := k.snapshot()
-	assertProblem(t, k.apply(id, secrets), 409, "connection_test_required", []fieldProblem{{"/changes/0/spec", "test_required"}})
+	assertProblem(t, k.apply(id, nil), 409, "connection_test_required", []fieldProblem{{"/changes/0/spec", "test_required"}})
 	k.assertUnchanged(before)
 }
