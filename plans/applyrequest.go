@@ -57,7 +57,7 @@ func ParseApplyRequest(body []byte) (*ApplyRequest, error) {
 	if raw, ok := top["resolved_secrets"]; ok && string(raw) != "null" {
 		names, err := objectKeys(raw)
 		if err != nil {
-			bad = append(bad, FieldError{Pointer: "/resolved_secrets", Code: "invalid_type", Detail: "resolved_secrets must be an object of names to strings"})
+			bad = append(bad, FieldError{Pointer: "/resolved_secrets", Code: ProblemMalformedRequest, Detail: "resolved_secrets must be an object of names to strings"})
 		} else {
 			_ = json.Unmarshal(raw, &req.ResolvedSecrets)
 			req.secretNames = names
@@ -65,13 +65,13 @@ func ParseApplyRequest(body []byte) (*ApplyRequest, error) {
 	}
 	if raw, ok := top["confirm_deletions"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &req.ConfirmDeletions); err != nil || req.ConfirmDeletions == nil {
-			bad = append(bad, FieldError{Pointer: "/confirm_deletions", Code: "invalid_type", Detail: "confirm_deletions must be a list of strings"})
+			bad = append(bad, FieldError{Pointer: "/confirm_deletions", Code: ProblemMalformedRequest, Detail: "confirm_deletions must be a list of strings"})
 		}
 	}
 	if raw, ok := top["sp_host"]; ok && string(raw) != "null" {
 		var h string
 		if err := json.Unmarshal(raw, &h); err != nil {
-			bad = append(bad, FieldError{Pointer: "/sp_host", Code: "invalid_type", Detail: "sp_host must be a string"})
+			bad = append(bad, FieldError{Pointer: "/sp_host", Code: ProblemMalformedRequest, Detail: "sp_host must be a string"})
 		} else {
 			req.SPHost = &h
 		}

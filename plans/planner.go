@@ -47,7 +47,7 @@ func ParsePlanRequest(body []byte) (*PlanRequest, error) {
 	pr := &PlanRequest{}
 	if raw, ok := top["prune"]; ok {
 		if err := json.Unmarshal(raw, &pr.Prune); err != nil {
-			bad = append(bad, FieldError{Pointer: "/prune", Code: "invalid_type", Detail: "prune must be a boolean"})
+			bad = append(bad, FieldError{Pointer: "/prune", Code: ProblemMalformedRequest, Detail: "prune must be a boolean"})
 		}
 	}
 	raw, ok := top["config"]

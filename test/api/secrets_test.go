@@ -248,14 +248,14 @@ func TestApply422SPHost(t *testing.T) {
 		"/sp_host sp_host_unused")
 	secWant(t, secApply(e, wid, map[string]any{"sp_host": "NOT A HOST"}), http.StatusUnprocessableEntity, "validation_failed",
 		"/sp_host sp_host_unused")
-	secWant(t, secApply(e, wid, `{"sp_host": 42}`), http.StatusBadRequest, "malformed_request", "/sp_host invalid_type")
+	secWant(t, secApply(e, wid, `{"sp_host": 42}`), http.StatusBadRequest, "malformed_request", "/sp_host malformed_request")
 	secWant(t, secApply(e, wid, `{"resolved_secrets": ["KEENAUTH_X"]}`), http.StatusBadRequest, "malformed_request",
-		"/resolved_secrets invalid_type")
+		"/resolved_secrets malformed_request")
 	secWant(t, secApply(e, wid, `{"resolved_secrets": {}, "client_secret": "x"}`), http.StatusBadRequest, "unknown_field",
 		"/client_secret unknown_field")
 	// A name given twice has no single value.
 	secWant(t, secApply(e, wid, `{"resolved_secrets": {"KEENAUTH_X": "a", "KEENAUTH_X": "b"}}`), http.StatusBadRequest, "malformed_request",
-		"/resolved_secrets invalid_type")
+		"/resolved_secrets malformed_request")
 	// sp_host: null is no host.
 	if r := secApply(e, wid, `{"sp_host": null}`); r.Status != http.StatusOK {
 		t.Fatalf("sp_host null: %d %s", r.Status, r.Body)
