@@ -256,6 +256,7 @@ func TestRestoreCountsAgainstTheRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.RequestID = plans.NewID(plans.PrefixRequest)
 	pr, err := plans.ParsePlanRequest([]byte(`{"config": ` + envSettings("Renamed") + `}`))
 	if err != nil {
 		t.Fatal(err)
