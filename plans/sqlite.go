@@ -20,14 +20,19 @@ import (
 // differently ask isSQLite.
 //
 // How SQLite keeps the PostgreSQL contract:
-//   - Every transaction begins IMMEDIATE (it takes the database's one write
-//     lock at BEGIN), so transactions never interleave: this replaces the
-//     SELECT … FOR UPDATE that serialises applies (the SQLite dialector drops
-//     locking clauses) and makes every transaction serializable, whatever
-//     isolation level is asked for (the driver ignores it).
-//   - WAL journal: reads outside a transaction do not wait for a writer.
-//   - A writer waits up to busyTimeout for the lock; past it SQLITE_BUSY is
-//     a retry (interpretError), like a PostgreSQL serialization failure.
+//   - SQLite has one writer at a time and its transactions are serializable,
+//     whatever isolation level is asked for (the driver ignores it). The
+//     SQLite dialector drops locking clauses (SELECT … FOR UPDATE).
+//   - A transaction reads from a snapshot (WAL journal: readers never wait)
+//     and takes the write lock at its first write. If another transaction
+//     committed since its snapshot, or holds the lock, that write fails with
+//     SQLITE_BUSY: a retry (interpretError), as a PostgreSQL serialization
+//     failure is. So an apply that waits inside its transaction holds no
+//     lock before it writes, and plan creation does not wait for it.
+//   - inTx runs every retry under the write lock from its first statement
+//     (lockForRetry): a retried transaction cannot lose again, it waits up to
+//     busyTimeout for the lock instead. That is how the applies of one
+//     environment end up serialised, as FOR UPDATE does on PostgreSQL.
 //   - Times are written as UTC text ("2006-01-02 15:04:05.999999999+00:00",
 //     trailing zeros trimmed) into DATETIME columns, which the driver reads
 //     back as times. With one offset everywhere, text order is time order, so
@@ -47,7 +52,7 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlite: %q is not a usable database path", path)
 	}
-	dsn := path + "?_txlock=immediate" +
+	dsn := path + "?_txlock=deferred" +
 		fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
 	sqlDB := sql.OpenDB(utcConnector{dsn: dsn, d: &gosqlite.Driver{}})
@@ -62,6 +67,12 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// lockForRetry takes SQLite's write lock, waiting for it up to busyTimeout:
+// a write that matches no row still begins the write transaction.
+func lockForRetry(tx *gorm.DB) error {
+	return tx.Exec("UPDATE environments SET generation = generation WHERE 0 = 1").Error
 }
 
 // interpretSQLite translates an SQLite error code: the write lock not

@@ -133,6 +133,11 @@ func (s *Service) inTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if attempt > 1 && isSQLite(tx) {
+				if err := lockForRetry(tx); err != nil {
+					return err
+				}
+			}
 			return fn(tx)
 		}, &sql.TxOptions{Isolation: iso})
 		err = interpretErrorKeep(err)
