@@ -102,8 +102,9 @@ type Options struct {
 	Replica *Env
 	// Metrics registers the instance's collectors and serves /metrics.
 	Metrics bool
-	// On the embedded backend, Database, Redis and Replica skip the test:
-	// replicas need PostgreSQL and Redis.
+	// On the embedded backend, Replica and Redis skip the test: replicas
+	// need PostgreSQL and Redis. Database (another environment's SQLite
+	// file) is shared as on PostgreSQL.
 }
 
 // Env is one running API over its own database.
@@ -148,8 +149,11 @@ func Setup(t testing.TB, opt Options) *Env {
 	t.Helper()
 	e := &Env{T: t, Clock: &Clock{}, Logs: &SyncBuffer{}}
 	embedded := Embedded()
-	if embedded && (opt.Replica != nil || opt.Database != nil || opt.Redis != nil) {
-		t.Skip("needs PostgreSQL/Redis: several instances over one database and Redis")
+	if embedded && opt.Replica != nil {
+		t.Skip("needs PostgreSQL/Redis: replicas over one database and Redis")
+	}
+	if embedded && opt.Redis != nil {
+		t.Skip("needs PostgreSQL/Redis: runs against a Redis of its own")
 	}
 	if r := opt.Replica; r != nil {
 		opt.Database, opt.Redis, opt.Prefix = r.DB, r.Redis, r.Prefix
