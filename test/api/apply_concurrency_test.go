@@ -190,6 +190,7 @@ func TestApplyRetriesAForcedSerializationConflict(t *testing.T) {
 	t.Parallel()
 	var retries atomic.Int32
 	k := newApplyEnv(t, apitest.Options{Hooks: plans.Hooks{OnTxRetry: func() { retries.Add(1) }}})
+	k.e.RequirePostgres() // row locks; TestEmbeddedApplyRetriedAfterAWriteInsideItsTransaction is SQLite's
 	id := k.planID(envSettings("Renamed"), false)
 
 	// FOR NO KEY UPDATE, the lock an UPDATE of the row takes: a FOR UPDATE

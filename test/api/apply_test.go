@@ -1039,12 +1039,17 @@ func TestApplyKeepsNothingWhenTheLastWriteFails(t *testing.T) {
 	t.Parallel()
 	k := newApplyEnv(t, apitest.Options{})
 	k.seed()
-	k.exec(`CREATE FUNCTION refuse_zz_last() RETURNS trigger LANGUAGE plpgsql AS $$
+	if apitest.Embedded() {
+		k.exec(`CREATE TRIGGER refuse_zz_last BEFORE INSERT ON resources FOR EACH ROW WHEN NEW.key = 'zz-last'
+			BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`)
+	} else {
+		k.exec(`CREATE FUNCTION refuse_zz_last() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
 			IF NEW.key = 'zz-last' THEN RAISE EXCEPTION 'refused by the test'; END IF;
 			RETURN NEW;
 		END $$`)
-	k.exec(`CREATE TRIGGER refuse_zz_last BEFORE INSERT ON resources FOR EACH ROW EXECUTE FUNCTION refuse_zz_last()`)
+		k.exec(`CREATE TRIGGER refuse_zz_last BEFORE INSERT ON resources FOR EACH ROW EXECUTE FUNCTION refuse_zz_last()`)
+	}
 	p := k.plan(`{
 	  "roles": {"reader": null},
 	  "apis": {"orders": {"identifier": "https://api.shop.example/orders", "display_name": "Orders",
@@ -1080,7 +1085,11 @@ func TestApplyKeepsNothingWhenTheLastWriteFails(t *testing.T) {
 		t.Errorf("apply_rejected data = %v", evs[2].Data)
 	}
 
-	k.exec(`DROP TRIGGER refuse_zz_last ON resources`)
+	if apitest.Embedded() {
+		k.exec(`DROP TRIGGER refuse_zz_last`)
+	} else {
+		k.exec(`DROP TRIGGER refuse_zz_last ON resources`)
+	}
 	k.mustApply(id, nil)
 	_, versions := k.e.Export()
 	for ref, want := range map[string]any{"api/orders": 2.0, "environment_settings/default": 2.0, "application/zz-last": 1.0, "role/reader": nil} {
@@ -1099,6 +1108,7 @@ func TestApply503WhenSerializationFailuresPersist(t *testing.T) {
 	cfg := plans.DefaultConfig()
 	cfg.MaxTxAttempts = 3
 	k := newApplyEnv(t, apitest.Options{Plans: cfg, Hooks: plans.Hooks{OnTxRetry: func() { retries.Add(1) }}})
+	k.e.RequirePostgres() // SQLite cannot be made to fail to serialize on demand
 	k.seed()
 	id := k.planID(envSettings("Renamed"), false)
 	k.exec(`CREATE FUNCTION always_40001() RETURNS trigger LANGUAGE plpgsql AS $$
