@@ -1,0 +1,55 @@
+package api_test
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/test/apitest"
+)
+
+// TestEmbeddedApplyRetriedAfterAWriteInsideItsTransaction: on SQLite an
+// apply holds no lock until it writes, so another write commits while the
+// apply waits in its transaction; the apply's first write then fails, and
+// the service runs the apply again under the write lock and answers 200.
+// (TestApplyRetriesAForcedSerializationConflict is PostgreSQL's.)
+func TestEmbeddedApplyRetriedAfterAWriteInsideItsTransaction(t *testing.T) {
+	t.Parallel()
+	if !apitest.Embedded() {
+		t.Skip("SQLite's retry: runs on the embedded backend")
+	}
+	var retries atomic.Int32
+	var once sync.Once
+	var k *applyEnv
+	k = newApplyEnv(t, apitest.Options{Hooks: plans.Hooks{
+		OnTxRetry: func() { retries.Add(1) },
+		BeforeApplyWrite: func(*gorm.DB) error {
+			var err error
+			once.Do(func() {
+				err = k.e.GormDB().Exec(`UPDATE environments SET generation = generation + 1 WHERE id = ?`, k.e.EnvID).Error
+			})
+			return err
+		},
+	}})
+	id := k.planID(envSettings("Renamed"), false)
+	r := k.apply(id, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("apply: %d %s", r.Status, r.Body)
+	}
+	if retries.Load() < 1 {
+		t.Errorf("the apply was not retried")
+	}
+	var gen int64
+	k.e.GormDB().Raw(`SELECT generation FROM environments WHERE id = ?`, k.e.EnvID).Scan(&gen)
+	if gen != 2 {
+		t.Errorf("environment generation = %d, want 2 (the test's update and the apply's)", gen)
+	}
+	_, versions := k.e.Export()
+	if versions["environment_settings/default"] != 2.0 {
+		t.Errorf("versions = %v, want environment_settings/default at 2 (written once)", versions)
+	}
+}
