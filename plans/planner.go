@@ -326,6 +326,9 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 		return nil, err
 	}
 
+	// The holders of the unique values of a kind, indexed once (by
+	// post.uniqueHolders) rather than scanned for every entry.
+	holders := map[Kind]map[UniqueValue][]string{}
 	for i, e := range entries {
 		c := Change{Kind: e.kind, Key: e.key, Spec: e.spec}
 		r := cur.get(e.kind, e.key)
@@ -378,7 +381,10 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 		}
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
 			for _, u := range UniqueValues(e.kind, e.spec) {
-				if holder := uniqueHolder(post, e.kind, e.key, u, inDoc); holder != "" {
+				if holders[e.kind] == nil {
+					holders[e.kind] = post.uniqueHolders(e.kind)
+				}
+				if holder := uniqueHolder(holders[e.kind], e.kind, e.key, u, inDoc); holder != "" {
 					p.Warnings = append(p.Warnings, Warning{Code: "unique_value_in_use", Target: target, Pointer: ptr + "/spec/" + u.Field,
 						Detail: fmt.Sprintf("%s %s is already used by %s; the apply will be refused while it is", u.Field, quoteShort(u.Value), holder)})
 				}
@@ -450,20 +456,14 @@ func (s *Service) planSecret(c *Change, r *Resource, material map[string]string)
 }
 
 // uniqueHolder names a resource outside the document that holds u after
-// the plan, or "".
-func uniqueHolder(post *postState, k Kind, key string, u UniqueValue, inDoc map[string]bool) string {
-	holder := ""
-	post.each(k, func(other string, spec json.RawMessage) {
-		if holder != "" || other == key || inDoc[resourceRef(k, other)] {
-			return
+// the plan, or "": the first in key order of holders, the index of kind k.
+func uniqueHolder(holders map[UniqueValue][]string, k Kind, key string, u UniqueValue, inDoc map[string]bool) string {
+	for _, other := range holders[u] {
+		if other != key && !inDoc[resourceRef(k, other)] {
+			return resourceRef(k, other)
 		}
-		for _, ou := range UniqueValues(k, spec) {
-			if ou == u {
-				holder = resourceRef(k, other)
-			}
-		}
-	})
-	return holder
+	}
+	return ""
 }
 
 func (s *Service) insertPlan(tx *gorm.DB, a Actor, p *Plan) error {
