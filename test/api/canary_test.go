@@ -286,8 +286,8 @@ func TestSecretCanaryLeavesNoTrace(t *testing.T) {
 		rec.do(apitest.Request{Method: "POST", Path: path})
 	}
 	rec.apply(t, rec.plan(t, doc(true, "v1")), map[string]any{}, http.StatusOK, nil)
-	rec.apply(t, rec.plan(t, doc(true, "v2")), good, http.StatusConflict, nil) // a stale test
 	rec.apply(t, rec.plan(t, doc(false, "v1")), map[string]any{}, http.StatusOK, nil)
+	rec.apply(t, rec.plan(t, doc(true, "v2")), good, http.StatusConflict, nil) // an activation on a stale test
 	rec.apply(t, rec.plan(t, doc(false, "v2")), good, http.StatusOK, nil)
 	revs := rec.do(apitest.Request{Method: "GET", Path: "/v1/config-revisions"})
 	latest := revs.JSON()["data"].([]any)[0].(map[string]any)["id"].(string)
