@@ -16,10 +16,17 @@ build: ## build keenauthd and keenauth into bin/
 run: services ## run keenauthd serve against the local PostgreSQL and Redis
 	KEENAUTHD_IDEMPOTENCY_SECRET=$${KEENAUTHD_IDEMPOTENCY_SECRET:-dev-only-secret} $(GO) run ./cmd/keenauthd serve
 
-test: services ## the test suite (race detector on), against the real PostgreSQL and Redis
+dev: ## run keenauthd dev: the whole product in one process on embedded storage (no PostgreSQL, Redis or federation service)
+	$(GO) run ./cmd/keenauthd dev $(if $(DATA),--data $(DATA))
+
+test: services ## the test suite (race detector on) against the real PostgreSQL and Redis, then the API tests again on the embedded backend of keenauthd dev
 	$(GO) test -race -count=1 -timeout 20m ./...
+	KEENAUTH_TEST_BACKEND=embedded $(GO) test -race -count=1 -timeout 20m ./test/api/...
 
 test-race: test ## same as test: the suite always runs with -race
+
+bench: services ## the benchmarks of docs/benchmarks.md against a keenauthd it starts (QUICK=1 for a smoke run); figures in bench.json
+	$(GO) run ./test/bench -out bench.json $(if $(QUICK),-quick)
 
 lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
