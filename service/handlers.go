@@ -20,11 +20,7 @@ func (s *Server) exportConfig(c *gin.Context) {
 		return
 	}
 	ex, err := s.d.Plans.ExportConfig(c.Request.Context(), actor(c), kinds)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.write(c, jsonResponse(http.StatusOK, ex))
+	s.answer(c, ex, err)
 }
 
 // createPlan answers, in order: 401 (middleware), 400, the idempotency
@@ -53,39 +49,40 @@ func (s *Server) createPlan(c *gin.Context) {
 
 func (s *Server) getPlan(c *gin.Context) {
 	p, err := s.d.Plans.GetPlan(c.Request.Context(), actor(c), c.Param("id"))
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.write(c, jsonResponse(http.StatusOK, p))
+	s.answer(c, p, err)
 }
 
 func (s *Server) listPlans(c *gin.Context) {
-	lp, err := listParams(c, plans.PrefixPlan)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	pg, err := s.d.Plans.ListPlans(c.Request.Context(), actor(c), c.Query("status"), lp)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.write(c, jsonResponse(http.StatusOK, pg))
+	listed(s, c, plans.PrefixPlan, func(ctx context.Context, lp plans.ListParams) (plans.Page[*plans.Plan], error) {
+		return s.d.Plans.ListPlans(ctx, actor(c), c.Query("status"), lp)
+	})
 }
 
 func (s *Server) listEvents(c *gin.Context) {
-	lp, err := listParams(c, plans.PrefixEvent)
+	listed(s, c, plans.PrefixEvent, func(ctx context.Context, lp plans.ListParams) (plans.Page[plans.Event], error) {
+		return s.d.Plans.ListEvents(ctx, actor(c), c.Param("id"), lp)
+	})
+}
+
+// answer writes v as a 200, or err as a problem.
+func (s *Server) answer(c *gin.Context, v any, err error) {
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	pg, err := s.d.Plans.ListEvents(c.Request.Context(), actor(c), c.Param("id"), lp)
+	s.write(c, jsonResponse(http.StatusOK, v))
+}
+
+// listed answers a cursor-paginated list: ?limit and ?cursor (an id with
+// prefix) are read, then fetch gives the page.
+func listed[T any](s *Server, c *gin.Context, prefix string, fetch func(context.Context, plans.ListParams) (T, error)) {
+	lp, err := listParams(c, prefix)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.write(c, jsonResponse(http.StatusOK, pg))
+	v, err := fetch(c.Request.Context(), lp)
+	s.answer(c, v, err)
 }
 
 // customVerb splits a "{id}:{verb}" path segment (Gin cannot route a custom
@@ -173,21 +170,14 @@ func (s *Server) getRevision(c *gin.Context) {
 }
 
 func (s *Server) listRevisions(c *gin.Context) {
-	lp, err := listParams(c, plans.PrefixRevision)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	pg, err := s.d.Plans.ListRevisions(c.Request.Context(), actor(c), lp)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	out := plans.Page[revisionView]{Data: make([]revisionView, len(pg.Data)), HasMore: pg.HasMore, NextCursor: pg.NextCursor}
-	for i, r := range pg.Data {
-		out.Data[i] = viewRevision(r, false)
-	}
-	s.write(c, jsonResponse(http.StatusOK, out))
+	listed(s, c, plans.PrefixRevision, func(ctx context.Context, lp plans.ListParams) (plans.Page[revisionView], error) {
+		pg, err := s.d.Plans.ListRevisions(ctx, actor(c), lp)
+		out := plans.Page[revisionView]{Data: make([]revisionView, len(pg.Data)), HasMore: pg.HasMore, NextCursor: pg.NextCursor}
+		for i, r := range pg.Data {
+			out.Data[i] = viewRevision(r, false)
+		}
+		return out, err
+	})
 }
 
 func (s *Server) revisionAction(c *gin.Context) {
@@ -261,17 +251,9 @@ func emptyObject(body []byte) error {
 }
 
 func (s *Server) listLogs(c *gin.Context) {
-	lp, err := listParams(c, plans.PrefixLog)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	pg, err := s.d.Plans.ListLogs(c.Request.Context(), actor(c), c.Query("type"), lp)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.write(c, jsonResponse(http.StatusOK, pg))
+	listed(s, c, plans.PrefixLog, func(ctx context.Context, lp plans.ListParams) (plans.Page[plans.LogEntry], error) {
+		return s.d.Plans.ListLogs(ctx, actor(c), c.Query("type"), lp)
+	})
 }
 
 func (s *Server) tokenActivity(c *gin.Context) {
