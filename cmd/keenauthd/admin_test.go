@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/test/testdb"
+)
+
+// runCmd runs keenauthd with args against db and returns its standard output.
+func runCmd(t *testing.T, db *testdb.Database, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string {
+		if k == "KEENAUTHD_DATABASE_URL" {
+			return db.URL
+		}
+		return ""
+	}
+	err := run(context.Background(), args, getenv, &out, &errOut)
+	return out.String(), err
+}
+
+// TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem: migrate, env
+// create, key create and key revoke answer JSON, and a revoked key no
+// longer authenticates.
+func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
+	db := testdb.New(t)
+	out, err := runCmd(t, db, "migrate")
+	if err != nil || strings.TrimSpace(out) != `{"applied":[]}` {
+		t.Fatalf("migrate on a migrated database: %q, %v", out, err)
+	}
+	out, err = runCmd(t, db, "env", "create", "--name", "Shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct{ ID string }
+	if json.Unmarshal([]byte(out), &env) != nil || !plans.ValidID(plans.PrefixEnvironment, env.ID) {
+		t.Fatalf("env create printed %q", out)
+	}
+	out, err = runCmd(t, db, "key", "create", "--env", env.ID, "--permissions", "config:read,connections:read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key struct{ ID, Secret string }
+	if json.Unmarshal([]byte(out), &key) != nil || !plans.ValidID(plans.PrefixAPIKey, key.ID) || !strings.HasPrefix(key.Secret, "ksk_") {
+		t.Fatalf("key create printed %q", out)
+	}
+	svc := plans.NewService(db.DB, plans.DefaultConfig(), nil, nil, plans.Hooks{})
+	a, err := svc.Authenticate(context.Background(), key.Secret)
+	if err != nil || a.EnvironmentID != env.ID || !a.Can([]string{"config:read", "connections:read"}) || a.Can([]string{"config:write"}) {
+		t.Fatalf("the new key authenticates as %+v, %v", a, err)
+	}
+	if _, err := runCmd(t, db, "key", "revoke", key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authenticate(context.Background(), key.Secret); !errors.Is(err, plans.ErrUnauthenticated) {
+		t.Fatalf("a revoked key authenticates: %v", err)
+	}
+}
+
+// TestAdminCommandsRefuseBadInput: usage mistakes exit 2, refused values 1,
+// and nothing is created.
+func TestAdminCommandsRefuseBadInput(t *testing.T) {
+	db := testdb.New(t)
+	out, err := runCmd(t, db, "env", "create", "--name", "Shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct{ ID string }
+	_ = json.Unmarshal([]byte(out), &env)
+	cases := []struct {
+		args []string
+		exit int
+		says string
+	}{
+		{nil, 2, "no command"},
+		{[]string{"bogus"}, 2, "unknown command"},
+		{[]string{"env", "create"}, 2, "--name"},
+		{[]string{"key", "create", "--env", env.ID}, 2, "--permissions"},
+		{[]string{"key", "create", "--env", env.ID, "--permissions", "config:read,nope:write"}, 1, `unknown permission "nope:write"`},
+		{[]string{"key", "create", "--env", "env_01hzzzzzzzzzzzzzzzzzzzzzzz", "--permissions", "config:read"}, 1, "not found"},
+		{[]string{"key", "revoke"}, 2, "KEY_ID"},
+		{[]string{"key", "revoke", "key_01hzzzzzzzzzzzzzzzzzzzzzzz"}, 1, "not found"},
+	}
+	for _, tc := range cases {
+		_, err := runCmd(t, db, tc.args...)
+		if err == nil || exitCode(err) != tc.exit || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("keenauthd %v: exit %d, %v; want exit %d saying %q", tc.args, exitCode(err), err, tc.exit, tc.says)
+		}
+	}
+	var keys int64
+	db.DB.Table("api_keys").Count(&keys)
+	if keys != 0 {
+		t.Errorf("%d keys were created by refused commands", keys)
+	}
+}
