@@ -73,6 +73,12 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	if _, err := migrations.UpSQLite(ctx, db); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
+	// The in-process federation service starts empty: the material an
+	// earlier start confirmed is gone with it, so the planner must plan it
+	// again (a plan of the same document writes it, with its secret).
+	if err := db.WithContext(ctx).Exec("DELETE FROM connection_materials").Error; err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
 	svc := plans.NewService(db, pc, nil, log, plans.Hooks{Federation: federation.NewInProcess()})

@@ -213,17 +213,32 @@ func TestDevSecondStartOnTheSameDataFailsWhileTheFirstRuns(t *testing.T) {
 	}
 }
 
+// acmeDoc is an enterprise connection with OIDC material, and its apply body.
+var (
+	acmeDoc = map[string]any{"connections": map[string]any{"acme-sso": map[string]any{"type": "enterprise", "display_name": "ACME",
+		"active": false, "oidc": map[string]any{"issuer": "https://idp.acme.example", "client_id": "abc", "scopes": []any{"openid"}}}}}
+	acmeSecrets = map[string]any{"resolved_secrets": map[string]any{"KEENAUTH_CONNECTION_ACME_SSO_CLIENT_SECRET": "s3cret"},
+		"sp_host": "login.shop.example"}
+)
+
 func TestDevRestartReusesTheEnvironmentWithANewKey(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	first := startDev(t, dir)
-	status, plan := first.call(t, "POST", "/v1/config-plans", map[string]any{"config": map[string]any{
-		"roles": map[string]any{"admin": map[string]any{"display_name": "Admin"}}}})
-	if status != http.StatusCreated {
-		t.Fatalf("plan: %d %v", status, plan)
+	for _, step := range []struct{ doc, body map[string]any }{
+		{map[string]any{"roles": map[string]any{"admin": map[string]any{"display_name": "Admin"}}}, map[string]any{}},
+		{acmeDoc, acmeSecrets},
+	} {
+		status, plan := first.call(t, "POST", "/v1/config-plans", map[string]any{"config": step.doc})
+		if status != http.StatusCreated {
+			t.Fatalf("plan: %d %v", status, plan)
+		}
+		if status, applied := first.call(t, "POST", "/v1/config-plans/"+plan["id"].(string)+":apply", step.body); status != http.StatusOK {
+			t.Fatalf("apply: %d %v", status, applied)
+		}
 	}
-	if status, applied := first.call(t, "POST", "/v1/config-plans/"+plan["id"].(string)+":apply", nil); status != http.StatusOK {
-		t.Fatalf("apply: %d %v", status, applied)
+	if status, tested := first.call(t, "POST", "/v1/connections/acme-sso:test", nil); status != http.StatusOK || tested["status"] != "succeeded" {
+		t.Fatalf("connection test: %d %v", status, tested)
 	}
 	if err := first.stop(t); err != nil {
 		t.Fatalf("shutdown: %v", err)
@@ -243,6 +258,26 @@ func TestDevRestartReusesTheEnvironmentWithANewKey(t *testing.T) {
 	if _, ok := export["config"].(map[string]any)["roles"].(map[string]any)["admin"]; !ok {
 		t.Fatalf("the role applied before the restart is gone: %v", export)
 	}
+	// The federation stand-in lost the material with the process: the
+	// connection cannot be tested, and a plan of the same document writes
+	// the material again.
+	if status, tested := second.call(t, "POST", "/v1/connections/acme-sso:test", nil); status != http.StatusConflict || tested["code"] != "connection_not_testable" {
+		t.Fatalf("connection test after a restart: %d %v, want 409 connection_not_testable", status, tested)
+	}
+	status, plan := second.call(t, "POST", "/v1/config-plans", map[string]any{"config": acmeDoc})
+	if status != http.StatusCreated {
+		t.Fatalf("plan: %d %v", status, plan)
+	}
+	if c := plan["changes"].([]any)[0].(map[string]any); c["action"] != "update" || c["requires_secret"] != true {
+		t.Fatalf("re-plan of the connection after a restart = %v, want an update that writes the material", c)
+	}
+	if status, applied := second.call(t, "POST", "/v1/config-plans/"+plan["id"].(string)+":apply", acmeSecrets); status != http.StatusOK {
+		t.Fatalf("apply: %d %v", status, applied)
+	}
+	if status, tested := second.call(t, "POST", "/v1/connections/acme-sso:test", nil); status != http.StatusOK || tested["status"] != "succeeded" {
+		t.Fatalf("connection test after the material was written again: %d %v", status, tested)
+	}
+
 	// The first key was not revoked: it works against the same data.
 	first.addr = second.addr
 	if status, _ := first.call(t, "GET", "/v1/config?types=role", nil); status != http.StatusOK {
