@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/metrics"
 	"github.com/keenauth/configplans/migrations"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
@@ -79,9 +81,15 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	if err := db.WithContext(ctx).Exec("DELETE FROM connection_materials").Error; err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	m := metrics.New()
+	m.RegisterDB(sqlDB, "primary")
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
-	svc := plans.NewService(db, pc, nil, log, plans.Hooks{Federation: federation.NewInProcess()})
+	svc := plans.NewService(db, pc, nil, log, m.Plans(plans.Hooks{Federation: federation.NewInProcess()}))
 
 	env, created, err := devEnvironment(ctx, svc, db)
 	if err != nil {
@@ -110,17 +118,16 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		InternalToken:     cfg.InternalToken,
 		Log:               log,
 		Ready: func(ctx context.Context) error {
-			sqlDB, err := db.DB()
-			if err == nil {
-				err = sqlDB.PingContext(ctx)
-			}
-			if err != nil {
+			if err := sqlDB.PingContext(ctx); err != nil {
 				return fmt.Errorf("database: %w", err)
 			}
 			return nil
 		},
 		Draining: draining.Load,
+		Metrics:  m.Handler(),
+		Hooks:    m.Service(),
 	})
+	running := &inflight{next: handler, draining: &draining}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
@@ -130,8 +137,25 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		key: key, addr: addr})
 	log.Info("keenauthd dev listening", "addr", addr, "data", *dataDir, "environment_id", env.ID, "api_key_id", key.ID)
 
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go sweepRevisions(ctx, svc, log)
+	srv := &http.Server{Handler: running, ReadHeaderTimeout: 10 * time.Second}
+
+	// Background work stops, and is waited for, before the database closes.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer func() {
+		stopBackground()
+		bg.Wait()
+	}()
+	bg.Go(func() { sweepRevisions(bgCtx, svc, log) })
+	if cfg.DebugListen != "" {
+		dbg, err := debugServer(bgCtx, cfg.DebugListen, m.Handler(), log, &bg)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		log.Info("keenauthd debug endpoints (pprof, metrics) listening", "addr", dbg)
+	}
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -139,14 +163,7 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		return err
 	case <-ctx.Done():
 	}
-	draining.Store(true)
-	log.Info("shutting down: draining requests", "timeout", cfg.ShutdownTimeout.String())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return drain(ctx, srv, running, &draining, cfg.ShutdownTimeout, log)
 }
 
 // devEnvironment returns the dev environment of the database, creating it

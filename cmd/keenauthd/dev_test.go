@@ -185,6 +185,21 @@ func TestDevExportPlanApplyAndRevisionsOverHTTP(t *testing.T) {
 		t.Fatalf("re-plan of the export = %v, want only no_op", sum)
 	}
 
+	for path, want := range map[string]string{
+		"/readyz":  `"status":"ready"`,
+		"/metrics": `keenauthd_applies_total{code="applied",mode="apply"} 1`,
+	} {
+		resp, err := http.Get("http://" + d.addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d, want 200 with %s:\n%.2000s", path, resp.StatusCode, want, body)
+		}
+	}
+
 	if err := d.stop(t); err != nil {
 		t.Fatalf("shutdown: run returned %v, want nil", err)
 	}
