@@ -343,7 +343,9 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	// transaction again on a fresh snapshot. NO KEY UPDATE, the lock the
 	// generation's UPDATE takes anyway: FOR UPDATE would also hold back the
 	// foreign-key checks of every row written for the environment (plans,
-	// events) until the apply ends.
+	// events) until the apply ends. SQLite has no row locks (its dialector
+	// drops the clause): there the first write or a retry takes the
+	// database's write lock instead (see sqlite.go).
 	var env Environment
 	if err := tx.Clauses(clause.Locking{Strength: "NO KEY UPDATE"}).Where("id = ?", a.EnvironmentID).Take(&env).Error; err != nil {
 		return nil, err
