@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,5 +52,119 @@ func TestEmbeddedApplyRetriedAfterAWriteInsideItsTransaction(t *testing.T) {
 	_, versions := k.e.Export()
 	if versions["environment_settings/default"] != 2.0 {
 		t.Errorf("versions = %v, want environment_settings/default at 2 (written once)", versions)
+	}
+}
+
+// The two tests below are the replica tests' twins on one instance, so that
+// they run on the embedded backend too: concurrency inside one process.
+
+// TestConcurrentAppliesOfOnePlanOnOneInstanceApplyOnce: 30 concurrent
+// applies of one plan: one 200, the others 409 config_plan_not_applicable;
+// one revision, one config.applied entry.
+func TestConcurrentAppliesOfOnePlanOnOneInstanceApplyOnce(t *testing.T) {
+	t.Parallel()
+	k := newApplyEnv(t, apitest.Options{})
+	k.seed()
+	id := k.planID(`{"connections": {"corp": `+databaseConnection("Corp")+`}, `+envSettings("Renamed")[1:], false)
+
+	const n = 30
+	answers := make([]*apitest.Response, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			answers[i] = k.e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":apply"})
+		})
+	}
+	close(start)
+	wg.Wait()
+	ok := 0
+	for _, r := range answers {
+		switch {
+		case r.Status == http.StatusOK:
+			ok++
+		case r.Status == http.StatusConflict && r.Code() == "config_plan_not_applicable":
+			if s := r.JSON()["plan_status"]; s != "applying" && s != "applied" {
+				t.Errorf("plan_status = %v", s)
+			}
+		default:
+			t.Errorf("unexpected answer %d %s", r.Status, r.Body)
+		}
+	}
+	if ok != 1 {
+		t.Errorf("%d applies succeeded, want exactly 1", ok)
+	}
+	if c := k.count("config_revisions", "plan_id = ?", id); c != 1 {
+		t.Errorf("%d revisions, want 1", c)
+	}
+	if c := k.count("management_logs", "plan_id = ? AND type = 'config.applied'", id); c != 1 {
+		t.Errorf("%d config.applied entries, want 1", c)
+	}
+	if got := eventTypes(k.events(id)); !slices.Equal(got, []string{"plan_created", "apply_started", "apply_succeeded"}) {
+		t.Errorf("events = %v", got)
+	}
+	_, versions := k.e.Export()
+	if versions["connection/corp"] != 1.0 || versions["environment_settings/default"] != 2.0 {
+		t.Errorf("versions = %v", versions)
+	}
+}
+
+// TestConcurrentAppliesOfDifferentPlansOnOneInstanceAllLand: eight plans of
+// one environment, each of another type, applied at once: every apply
+// succeeds and every write lands once.
+func TestConcurrentAppliesOfDifferentPlansOnOneInstanceAllLand(t *testing.T) {
+	t.Parallel()
+	k := newApplyEnv(t, apitest.Options{})
+	docs := []string{
+		envSettings("Renamed"),
+		`{"identity_settings": {"allowed_identifiers": ["email", "username"], "mfa": "optional",
+			"password_policy": {"min_length": 8, "require_digits": false, "require_symbols": false}}}`,
+		`{"attack_protection": {"brute_force": {"enabled": true, "max_attempts": 5},
+			"breached_password_detection": {"enabled": true}, "bot_detection": "low"}}`,
+		`{"branding": {"primary_color": "#000000"}}`,
+		`{"apis": {"orders": {"identifier": "https://api.shop.example/orders", "display_name": "Orders", "token_lifetime_seconds": 60}}}`,
+		`{"connections": {"corp": ` + databaseConnection("Corp") + `}}`,
+		`{"roles": {"reader": {"display_name": "Reader"}}}`,
+		`{"applications": {"portal": {"display_name": "Portal", "type": "spa"}}}`,
+	}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = k.planID(d, false)
+	}
+	answers := make([]*apitest.Response, len(ids))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, id := range ids {
+		wg.Go(func() {
+			<-start
+			answers[i] = k.e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":apply"})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, r := range answers {
+		if r.Status != http.StatusOK {
+			t.Errorf("apply of %s: %d %s", docs[i], r.Status, r.Body)
+		}
+	}
+	_, versions := k.e.Export()
+	for _, ref := range []string{"environment_settings/default", "identity_settings/default", "attack_protection/default", "branding/default"} {
+		if versions[ref] != 2.0 {
+			t.Errorf("version of %s = %v, want 2", ref, versions[ref])
+		}
+	}
+	for _, ref := range []string{"api/orders", "connection/corp", "role/reader", "application/portal"} {
+		if versions[ref] != 1.0 {
+			t.Errorf("version of %s = %v, want 1", ref, versions[ref])
+		}
+	}
+	if c := k.count("config_revisions", ""); c != int64(len(ids)) {
+		t.Errorf("%d revisions, want %d", c, len(ids))
+	}
+	var gen int64
+	k.e.GormDB().Raw(`SELECT generation FROM environments WHERE id = ?`, k.e.EnvID).Scan(&gen)
+	if gen != int64(len(ids)) {
+		t.Errorf("environment generation = %d, want %d (one per apply)", gen, len(ids))
 	}
 }
