@@ -77,18 +77,19 @@ func lockForRetry(tx *gorm.DB) error {
 
 // interpretSQLite translates an SQLite error code: the write lock not
 // obtained in time is a retry, an unreadable or full disk is unavailable.
-func interpretSQLite(err error) (error, bool) {
+// It returns nil when err is not SQLite's.
+func interpretSQLite(err error) error {
 	var se *gosqlite.Error
 	if !errors.As(err, &se) {
-		return nil, false
+		return nil
 	}
 	switch se.Code() & 0xff { // the primary code of an extended one
 	case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
-		return fmt.Errorf("%w: %w", errRetry, err), true
+		return fmt.Errorf("%w: %w", errRetry, err)
 	case 10, 13, 14: // SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
-		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return err, true
+	return err
 }
 
 // utcConnector opens driver connections that turn every time argument to

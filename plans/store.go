@@ -41,7 +41,7 @@ func interpretError(err error) error {
 		}
 		return err
 	}
-	if e, ok := interpretSQLite(err); ok {
+	if e := interpretSQLite(err); e != nil {
 		return e
 	}
 	var ne net.Error
