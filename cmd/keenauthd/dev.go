@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -91,6 +93,12 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
 	svc := plans.NewService(db, pc, nil, log, m.Plans(plans.Hooks{Federation: federation.NewInProcess()}))
 
+	// Listen before the key is made, so that a busy address costs no key.
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	defer ln.Close() // the server closes it first once it serves
 	env, created, err := devEnvironment(ctx, svc, db)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
@@ -99,7 +107,13 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("dev: create a key: %w", err)
 	}
+	return devServe(ctx, cfg, ln, svc, sqlDB, m, log, stdout, devBanner{dataDir: *dataDir, temporary: temporary,
+		dbPath: dbPath, env: env, envCreated: created, key: key, addr: ln.Addr().String()})
+}
 
+// devServe serves the API on ln until ctx ends, then drains it as serve does.
+func devServe(ctx context.Context, cfg config, ln net.Listener, svc *plans.Service, sqlDB *sql.DB, m *metrics.Metrics,
+	log *slog.Logger, stdout io.Writer, banner devBanner) error {
 	secret := []byte(cfg.IdempotencySecret)
 	if len(secret) == 0 {
 		// The records live in this process only: any secret will do.
@@ -128,14 +142,8 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		Hooks:    m.Service(),
 	})
 	running := &inflight{next: handler, draining: &draining}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("dev: %w", err)
-	}
-	addr := ln.Addr().String()
-	printDevBanner(stdout, devBanner{dataDir: *dataDir, temporary: temporary, dbPath: dbPath, env: env, envCreated: created,
-		key: key, addr: addr})
-	log.Info("keenauthd dev listening", "addr", addr, "data", *dataDir, "environment_id", env.ID, "api_key_id", key.ID)
+	printDevBanner(stdout, banner)
+	log.Info("keenauthd dev listening", "addr", banner.addr, "data", banner.dataDir, "environment_id", banner.env.ID, "api_key_id", banner.key.ID)
 
 	srv := &http.Server{Handler: running, ReadHeaderTimeout: 10 * time.Second}
 
