@@ -45,9 +45,14 @@ func Problems(code string, errs []FieldError) *Error {
 	return &Error{Code: code, Detail: detail, Errors: errs}
 }
 
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
 // PointerEscape escapes one reference token of an RFC 6901 JSON pointer.
 func PointerEscape(token string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
+	if !strings.ContainsAny(token, "~/") {
+		return token
+	}
+	return pointerEscaper.Replace(token)
 }
 
 // Pointer joins reference tokens into a JSON pointer, escaping each.
