@@ -12,7 +12,9 @@ import (
 // profile takes a CPU profile of the server (pprof on
 // KEENAUTHD_DEBUG_LISTEN) while it runs again the work of a scenario that
 // missed its target, and writes it to <dir>/<id>.pprof. For P5 it also
-// writes the allocations since start (<dir>/P5.allocs.pprof).
+// writes the allocations since start before and after that work
+// (<dir>/P5.allocs.base.pprof, <dir>/P5.allocs.pprof): read them with
+// go tool pprof -sample_index=alloc_space -diff_base P5.allocs.base.pprof P5.allocs.pprof.
 func (b *bench) profile(ctx context.Context, id string) error {
 	if err := os.MkdirAll(b.o.profileDir, 0o755); err != nil {
 		return err
@@ -102,6 +104,13 @@ func (b *bench) profile(ctx context.Context, id string) error {
 		}
 	default:
 		return fmt.Errorf("no profile workload for %s", id)
+	}
+	if id == "P5" {
+		// Allocations count from the start of the process: the difference
+		// with this base is P5's (go tool pprof -diff_base).
+		if err := b.srv.fetchProfile(ctx, "/debug/pprof/allocs", filepath.Join(b.o.profileDir, "P5.allocs.base.pprof")); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(b.out, "  profiling %s for %s …\n", id, b.o.profileFor)
 	wctx, cancel := context.WithCancel(ctx)
