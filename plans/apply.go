@@ -350,13 +350,16 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	if err := tx.Clauses(clause.Locking{Strength: "NO KEY UPDATE"}).Where("id = ?", a.EnvironmentID).Take(&env).Error; err != nil {
 		return nil, err
 	}
-	kinds := slices.Clone(p.Types)
+	n := newNeed()
 	for _, c := range p.Changes {
-		if !slices.Contains(kinds, c.Kind) {
-			kinds = append(kinds, c.Kind)
+		if c.Action == ActionNoOp {
+			// A no-op names its resource only for the version check.
+			n.key(c.Kind, c.Key)
+			continue
 		}
+		n.resource(c.Kind, c.Key, c.Spec)
 	}
-	cur, err := loadState(ctx, tx, a.EnvironmentID, relatedKinds(kinds))
+	cur, err := n.load(ctx, tx, a.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}

@@ -165,7 +165,24 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 	if prune {
 		refTypes = referencingTypes(planned)
 	}
-	cur, err := loadState(ctx, tx, a.EnvironmentID, relatedKinds(planned))
+	n := newNeed()
+	for _, k := range planned {
+		if info, _ := LookupKind(k); prune && !info.Singleton {
+			n.kind(k)
+		}
+		for _, e := range doc.Entries[k] {
+			n.resource(k, e.Key, e.Spec)
+		}
+	}
+	if prune {
+		// Whatever prune deletes can be referenced from anywhere.
+		for _, k := range planned {
+			for _, rk := range referencedBy[k] {
+				n.kind(rk)
+			}
+		}
+	}
+	cur, err := n.load(ctx, tx, a.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}

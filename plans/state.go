@@ -48,28 +48,6 @@ func sortKinds(ks []Kind) {
 	slices.SortFunc(ks, func(a, b Kind) int { return WriteOrder(a) - WriteOrder(b) })
 }
 
-// relatedKinds is every kind whose resources planning or applying the
-// planned types must see: the planned ones, those they reference and those
-// that reference them.
-func relatedKinds(planned []Kind) []Kind {
-	set := map[Kind]bool{}
-	for _, k := range planned {
-		set[k] = true
-		for _, r := range referencesTo[k] {
-			set[r] = true
-		}
-		for _, r := range referencedBy[k] {
-			set[r] = true
-		}
-	}
-	out := make([]Kind, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sortKinds(out)
-	return out
-}
-
 // state is the configuration of an environment for a set of kinds.
 type state map[Kind]map[string]*Resource
 
