@@ -42,7 +42,7 @@ type column struct {
 }
 
 var sqliteTypeOf = map[string]string{
-	"text": "TEXT", "jsonb": "TEXT", "bytea": "BLOB", "bigint": "INTEGER", "integer": "INTEGER",
+	"text": "TEXT", "jsonb": "TEXT", "json": "TEXT", "bytea": "BLOB", "bigint": "INTEGER", "integer": "INTEGER",
 	"boolean": "BOOLEAN", "timestamp with time zone": "DATETIME",
 }
 

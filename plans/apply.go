@@ -143,6 +143,9 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 			return ApplyResult{}, err
 		}
 	}
+	if out.plan != nil {
+		return ApplyResult{Plan: out.plan}, nil
+	}
 	// The apply is done: answer it even if the client stopped waiting.
 	res, err := s.loadPlan(context.WithoutCancel(ctx), s.db, a.EnvironmentID, p.ID)
 	if err != nil {
@@ -331,6 +334,9 @@ type applied struct {
 	material   bool
 	connIDs    map[string]string // connection key → id, for the material writes
 	revisionID *string
+	// plan is the plan as the transaction left it, when it is applied (no
+	// OIDC material to write): the answer, without reading it back.
+	plan *Plan
 }
 
 // applyTx re-reads the target inside the transaction, runs checks 13 to 18
@@ -576,8 +582,9 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	updates := map[string]any{"revision_id": out.revisionID, "applied_by": a.APIKeyID,
 		"idempotency_fingerprint": nullable(opt.IdempotencyFingerprint)}
 	// A created connection's change shows its new id from now on (§5).
+	changes := p.Changes
 	if len(out.connIDs) > 0 {
-		changes := slices.Clone(p.Changes)
+		changes = slices.Clone(p.Changes)
 		for i, c := range changes {
 			if id, ok := out.connIDs[c.Key]; ok && c.Kind == KindConnection {
 				changes[i].ResourceID = json.RawMessage(mustJSON(id))
@@ -587,6 +594,10 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	}
 	if !out.material {
 		updates["status"], updates["applied_at"], updates["lease_token"], updates["lease_until"] = StatusApplied, now, "", nil
+		res := *p
+		appliedAt := Time(now)
+		res.Status, res.AppliedAt, res.RevisionID, res.Changes = StatusApplied, &appliedAt, out.revisionID, changes
+		out.plan = &res
 	}
 	res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND status = 'applying' AND lease_token = ?", p.EnvironmentID, p.ID, token).Updates(updates)
 	if res.Error != nil {

@@ -145,10 +145,10 @@ func (s *Service) planFromRow(r *planRow) (*Plan, error) {
 	p.Changes = make([]Change, len(recs))
 	for i, rc := range recs {
 		c := rc.Change
-		c.WritesMaterial = rc.WritesMaterial
-		if c.Spec != nil {
-			c.Spec = canonical(c.Spec)
+		if string(c.Spec) == "null" {
+			c.Spec = nil // a deletion
 		}
+		c.WritesMaterial = rc.WritesMaterial
 		if c.Diff == nil {
 			c.Diff = []DiffOp{}
 		}

@@ -1,0 +1,3 @@
+-- PostgreSQL turns config_plans.changes into json, kept byte for byte; the
+-- TEXT column of SQLite already keeps the bytes, so nothing changes here.
+SELECT 1;
