@@ -373,9 +373,15 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 		if c.Action == ActionNoOp && e.spec == nil {
 			c.Spec = nil
 		}
-		c.Diff = Diff(before, e.spec)
-		if c.Action == ActionNoOp {
+		switch c.Action {
+		case ActionNoOp:
 			c.Diff = []DiffOp{}
+		case ActionCreate:
+			// The document's specs are canonical: the added value is the
+			// spec as it is, with no walk.
+			c.Diff = []DiffOp{{Op: "add", Path: "", Value: e.spec}}
+		default:
+			c.Diff = Diff(before, e.spec)
 		}
 		if e.kind == KindConnection {
 			c.ResourceID = json.RawMessage("null")
