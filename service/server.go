@@ -43,8 +43,6 @@ type Deps struct {
 	Draining func() bool
 	// Metrics, when set, serves /metrics.
 	Metrics http.Handler
-	// Observe, when set, wraps every request (metrics, access log).
-	Observe gin.HandlerFunc
 	// Hooks observe requests, idempotency and admission (metrics).
 	Hooks Hooks
 }
@@ -72,9 +70,6 @@ func New(d Deps) *gin.Engine {
 	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
 	r.Use(s.requestID, s.observe, s.recover, s.refuseWhileDraining)
-	if d.Observe != nil {
-		r.Use(d.Observe)
-	}
 	r.NoRoute(func(c *gin.Context) {
 		noStoreV1(c)
 		s.write(c, problemResponse(&plans.Error{Code: "not_found", Detail: "no such path"}, requestID(c)))
