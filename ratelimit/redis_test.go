@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/keenauth/configplans/test/testdb"
 )
 
 func TestRedisLimiterKeysShareHashTag(t *testing.T) {
@@ -151,7 +153,7 @@ func TestRedisFailsOpenWhenSlow(t *testing.T) {
 			}
 			// Answers a second late: far enough past the call timeout to tell
 			// the deadline from a wait for the answer on a busy machine.
-			slow := newClient(t, slowProxy(t, time.Second), contextTimeouts)
+			slow := newClient(t, testdb.StartProxy(t, time.Second).Addr(), contextTimeouts)
 			warm, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			if err := slow.Ping(warm).Err(); err != nil { // a connection ready in the pool

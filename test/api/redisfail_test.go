@@ -1,10 +1,8 @@
 package api_test
 
 import (
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,93 +15,9 @@ import (
 	"github.com/keenauth/configplans/test/testdb"
 )
 
-// redisProxy forwards TCP connections to the test Redis. Taken down, it
-// closes every connection and drops new ones at once; it can also delay
-// every answer of Redis.
-type redisProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	down  bool
-	delay time.Duration
-	conns map[net.Conn]struct{}
-}
-
-func startRedisProxy(t *testing.T, delay time.Duration) *redisProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &redisProxy{ln: ln, delay: delay, conns: map[net.Conn]struct{}{}}
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.setDown(true)
-	})
-	return p
-}
-
-func (p *redisProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.down {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", testdb.RedisAddr())
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-		delay := p.delay
-		p.mu.Unlock()
-		go p.pipe(up, c, 0)
-		go p.pipe(c, up, delay)
-	}
-}
-
-// pipe copies src to dst, waiting delay before each chunk.
-func (p *redisProxy) pipe(dst, src net.Conn, delay time.Duration) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			time.Sleep(delay)
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// setDown takes the proxy down (every connection closed) or brings it back.
-func (p *redisProxy) setDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for c := range p.conns {
-			c.Close()
-		}
-		clear(p.conns)
-	}
-}
-
-// client is a Redis client through the proxy, set up as the test Redis's.
-func (p *redisProxy) client(t *testing.T) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String(), DialTimeout: 500 * time.Millisecond,
+// proxyClient is a Redis client through the proxy, set up as the test Redis's.
+func proxyClient(t *testing.T, p *testdb.Proxy) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), DialTimeout: 500 * time.Millisecond,
 		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1, DialerRetries: 1})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
@@ -111,11 +25,11 @@ func (p *redisProxy) client(t *testing.T) *redis.Client {
 
 // rfSetup starts the API over a Redis reached through a proxy, with a key
 // prefix of the test's own (the direct client deletes its keys at the end).
-func rfSetup(t *testing.T, delay time.Duration, opt apitest.Options) (*apitest.Env, *redisProxy, *redis.Client) {
+func rfSetup(t *testing.T, delay time.Duration, opt apitest.Options) (*apitest.Env, *testdb.Proxy, *redis.Client) {
 	t.Helper()
 	direct, prefix := testdb.Redis(t)
-	p := startRedisProxy(t, delay)
-	opt.Redis, opt.Prefix = p.client(t), prefix
+	p := testdb.StartProxy(t, delay)
+	opt.Redis, opt.Prefix = proxyClient(t, p), prefix
 	return apitest.Setup(t, opt), p, direct
 }
 
@@ -131,7 +45,7 @@ func TestRedisDownWhenClaiming503AndNothingRuns(t *testing.T) {
 	t.Parallel()
 	e, proxy, _ := rfSetup(t, 0, apitest.Options{})
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
-	proxy.setDown(true)
+	proxy.SetDown(true)
 
 	for _, c := range []struct{ path, body string }{
 		{idemApplyPath(id), "{}"},
@@ -156,7 +70,7 @@ func TestRedisDownWhenClaiming503AndNothingRuns(t *testing.T) {
 	}
 
 	// Back up: the same key runs.
-	proxy.setDown(false)
+	proxy.SetDown(false)
 	idemFresh(t, idemPost(e, idemApplyPath(id), "{}", "down-1"), http.StatusOK)
 	idemAppliedOnce(t, e, id)
 }
@@ -166,11 +80,11 @@ func TestRedisDownWhenClaiming503AndNothingRuns(t *testing.T) {
 // commit; the client gets its 200 all the same.
 func TestRedisDyingAfterTheClaimStillAnswersTheRealApply(t *testing.T) {
 	t.Parallel()
-	var proxy *redisProxy
+	var proxy *testdb.Proxy
 	var killed atomic.Bool
 	hooks := plans.Hooks{BeforeApplyWrite: func(*gorm.DB) error {
 		if !killed.Swap(true) {
-			proxy.setDown(true)
+			proxy.SetDown(true)
 		}
 		return nil
 	}}
@@ -187,7 +101,7 @@ func TestRedisDyingAfterTheClaimStillAnswersTheRealApply(t *testing.T) {
 	idemAppliedOnce(t, e, id)
 
 	// Back up: the record is still in flight until its lease passes…
-	proxy.setDown(false)
+	proxy.SetDown(false)
 	idemWant(t, idemPost(e, idemApplyPath(id), "{}", "late"), http.StatusConflict, "idempotency_key_in_use")
 	// …and once it has gone, PostgreSQL answers the applied plan.
 	if n := idemDelete(t, direct, e.Prefix+"idem:*"); n != 1 {
@@ -203,7 +117,7 @@ func TestRedisDyingAfterTheClaimStillAnswersTheRealApply(t *testing.T) {
 func TestRateLimitFailsOpenWhenRedisIsDown(t *testing.T) {
 	t.Parallel()
 	e, proxy, _ := rfSetup(t, 0, apitest.Options{RateLimit: rlConfig(1, 60, 1), FleetLimit: 1})
-	proxy.setDown(true)
+	proxy.SetDown(true)
 	rfFailsOpen(t, e)
 }
 

@@ -25,7 +25,7 @@ func RedisAddr() string {
 func Redis(t testing.TB) (*redis.Client, string) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: RedisAddr(), DialTimeout: 500 * time.Millisecond,
-		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1, DialerRetries: 1})
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1, DialerRetries: 1, ContextTimeoutEnabled: true})
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("testdb: Redis at %s: %v (is it running? see README)", RedisAddr(), err)
 	}
