@@ -10,12 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -145,33 +142,7 @@ func devServe(ctx context.Context, cfg config, ln net.Listener, svc *plans.Servi
 	printDevBanner(stdout, banner)
 	log.Info("keenauthd dev listening", "addr", banner.addr, "data", banner.dataDir, "environment_id", banner.env.ID, "api_key_id", banner.key.ID)
 
-	srv := &http.Server{Handler: running, ReadHeaderTimeout: 10 * time.Second}
-
-	// Background work stops, and is waited for, before the database closes.
-	bgCtx, stopBackground := context.WithCancel(ctx)
-	var bg sync.WaitGroup
-	defer func() {
-		stopBackground()
-		bg.Wait()
-	}()
-	bg.Go(func() { sweepRevisions(bgCtx, svc, log) })
-	if cfg.DebugListen != "" {
-		dbg, err := debugServer(bgCtx, cfg.DebugListen, m.Handler(), log, &bg)
-		if err != nil {
-			_ = ln.Close()
-			return err
-		}
-		log.Info("keenauthd debug endpoints (pprof, metrics) listening", "addr", dbg)
-	}
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	return drain(ctx, srv, running, &draining, cfg.ShutdownTimeout, log)
+	return runServer(ctx, cfg, ln, running, &draining, svc, m.Handler(), log)
 }
 
 // devEnvironment returns the dev environment of the database, creating it

@@ -267,11 +267,20 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 		Hooks:    m.Service(),
 	})
 	running := &inflight{next: handler, draining: &draining}
-	srv := &http.Server{Handler: running, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
+	log.Info("keenauthd listening", "addr", ln.Addr().String())
+	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
+	return runServer(ctx, cfg, ln, running, &draining, svc, m.Handler(), log)
+}
+
+// runServer serves on ln until ctx ends, with the revision sweep and the
+// debug endpoints beside it, then drains: the part serve and dev share.
+func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflight, draining *atomic.Bool, svc *plans.Service,
+	metrics http.Handler, log *slog.Logger) error {
+	srv := &http.Server{Handler: running, ReadHeaderTimeout: 10 * time.Second}
 
 	// Background work stops, and is waited for, before the pools close.
 	bgCtx, stopBackground := context.WithCancel(ctx)
@@ -282,7 +291,7 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 	}()
 	bg.Go(func() { sweepRevisions(bgCtx, svc, log) })
 	if cfg.DebugListen != "" {
-		dbg, err := debugServer(bgCtx, cfg.DebugListen, m.Handler(), log, &bg)
+		dbg, err := debugServer(bgCtx, cfg.DebugListen, metrics, log, &bg)
 		if err != nil {
 			_ = ln.Close()
 			return err
@@ -292,14 +301,12 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("keenauthd listening", "addr", ln.Addr().String())
-	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	return drain(ctx, srv, running, &draining, cfg.ShutdownTimeout, log)
+	return drain(ctx, srv, running, draining, cfg.ShutdownTimeout, log)
 }
 
 // cutOffGrace is how long the requests cut off by a shutdown timeout have to
