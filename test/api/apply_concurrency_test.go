@@ -69,6 +69,14 @@ func TestApplyExactlyOnceAcrossReplicas(t *testing.T) {
 	close(start)
 	wg.Wait()
 
+	assertAppliedOnce(t, k, id, answers)
+}
+
+// assertAppliedOnce checks the answers of concurrent applies of plan id:
+// exactly one 200, the others 409 config_plan_not_applicable (applying or
+// applied); one revision, one config.applied entry, one history.
+func assertAppliedOnce(t *testing.T, k *applyEnv, id string, answers []*apitest.Response) {
+	t.Helper()
 	ok := 0
 	for _, r := range answers {
 		switch {

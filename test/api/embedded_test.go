@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,35 +78,7 @@ func TestConcurrentAppliesOfOnePlanOnOneInstanceApplyOnce(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	ok := 0
-	for _, r := range answers {
-		switch {
-		case r.Status == http.StatusOK:
-			ok++
-		case r.Status == http.StatusConflict && r.Code() == "config_plan_not_applicable":
-			if s := r.JSON()["plan_status"]; s != "applying" && s != "applied" {
-				t.Errorf("plan_status = %v", s)
-			}
-		default:
-			t.Errorf("unexpected answer %d %s", r.Status, r.Body)
-		}
-	}
-	if ok != 1 {
-		t.Errorf("%d applies succeeded, want exactly 1", ok)
-	}
-	if c := k.count("config_revisions", "plan_id = ?", id); c != 1 {
-		t.Errorf("%d revisions, want 1", c)
-	}
-	if c := k.count("management_logs", "plan_id = ? AND type = 'config.applied'", id); c != 1 {
-		t.Errorf("%d config.applied entries, want 1", c)
-	}
-	if got := eventTypes(k.events(id)); !slices.Equal(got, []string{"plan_created", "apply_started", "apply_succeeded"}) {
-		t.Errorf("events = %v", got)
-	}
-	_, versions := k.e.Export()
-	if versions["connection/corp"] != 1.0 || versions["environment_settings/default"] != 2.0 {
-		t.Errorf("versions = %v", versions)
-	}
+	assertAppliedOnce(t, k, id, answers)
 }
 
 // TestConcurrentAppliesOfDifferentPlansOnOneInstanceAllLand: eight plans of
