@@ -530,12 +530,21 @@ func UniqueValues(kind Kind, raw json.RawMessage) []UniqueValue {
 	default:
 		return nil
 	}
-	var members map[string]json.RawMessage
+	// Only the two fields are decoded: the rest of the spec is skipped, not
+	// built into a map (this runs for every resource a plan looks at).
+	var members struct {
+		DisplayName json.RawMessage `json:"display_name"`
+		Identifier  json.RawMessage `json:"identifier"`
+	}
 	if json.Unmarshal(raw, &members) != nil {
 		return nil
 	}
+	value := members.DisplayName
+	if field == "identifier" {
+		value = members.Identifier
+	}
 	var v string
-	if json.Unmarshal(members[field], &v) != nil || v == "" {
+	if json.Unmarshal(value, &v) != nil || v == "" {
 		return nil
 	}
 	return []UniqueValue{{Field: field, Value: v}}
