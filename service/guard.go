@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -42,7 +43,13 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 	for _, p := range c.Params {
 		params[p.Key] = p.Value
 	}
-	fp := idempotency.Fingerprint(s.d.IdempotencySecret, c.Request.Method, c.FullPath(), params, c.Request.URL.RawQuery, body)
+	// An empty body means {} on every POST that takes one, so the two are
+	// the same request.
+	fpBody := body
+	if len(bytes.TrimSpace(body)) == 0 {
+		fpBody = []byte("{}")
+	}
+	fp := idempotency.Fingerprint(s.d.IdempotencySecret, c.Request.Method, c.FullPath(), params, c.Request.URL.RawQuery, fpBody)
 	scope := actor(c).APIKeyID
 	claim, err := s.d.Idempotency.Claim(c.Request.Context(), scope, key, fp, s.d.IdempotencyLease)
 	if err != nil {

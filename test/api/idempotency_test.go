@@ -370,6 +370,21 @@ func TestIdempotentApplyReplays200AndAppliesOnce(t *testing.T) {
 	idemAppliedOnce(t, e, id)
 }
 
+// TestIdempotentApplyWithAnEmptyBodyIsTheSameRequestAsEmptyObject: an apply
+// sent without a body and its retry with {} (or the other way round) are one
+// request, as the contract reads an empty body as {}.
+func TestIdempotentApplyWithAnEmptyBodyIsTheSameRequestAsEmptyObject(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	id := e.Plan(idemDoc("orders"), false)["id"].(string)
+	first := idemPost(e, idemApplyPath(id), nil, "apply-empty")
+	idemFresh(t, first, http.StatusOK)
+	idemReplay(t, idemPost(e, idemApplyPath(id), "{}", "apply-empty"), first)
+	idemReplay(t, idemPost(e, idemApplyPath(id), " ", "apply-empty"), first)
+	idemWant(t, idemPost(e, idemApplyPath(id), `{"confirm_deletions": []}`, "apply-empty"), http.StatusUnprocessableEntity, "idempotency_key_mismatch")
+	idemAppliedOnce(t, e, id)
+}
+
 func TestIdempotentApplyReplaysStored409DeletionNotConfirmed(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
