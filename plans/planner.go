@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -279,9 +280,14 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 			}
 			continue
 		}
+		seen := map[string]bool{}
 		for _, ref := range References(e.kind, e.key, e.spec) {
 			if code, detail, ok := post.resolve(ref); !ok {
-				problems = append(problems, FieldError{Pointer: e.pointer + ref.Pointer, Code: code, Detail: detail})
+				ptr := e.pointer + referencePointer(ref, code)
+				if !seen[ptr] {
+					seen[ptr] = true
+					problems = append(problems, FieldError{Pointer: ptr, Code: code, Detail: detail})
+				}
 			}
 		}
 	}
@@ -519,6 +525,26 @@ func sortedKindNames(ks []Kind) []Kind {
 
 func sortProblems(ps []FieldError) {
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Pointer < ps[j].Pointer })
+}
+
+// referencePointer locates a reference problem at the field that holds the
+// wrong value: a missing API at the grant's or the permission's `api` (once
+// per grant, not once per scope), a missing scope at the permission's
+// `scope` or the grant's scope.
+func referencePointer(ref Reference, code string) string {
+	if ref.Kind != KindAPI {
+		return ref.Pointer
+	}
+	if strings.HasPrefix(ref.Pointer, "/permissions/") {
+		if code == "unknown_scope" {
+			return ref.Pointer + "/scope"
+		}
+		return ref.Pointer + "/api"
+	}
+	if i := strings.Index(ref.Pointer, "/scopes/"); i >= 0 && code == "dangling_reference" {
+		return ref.Pointer[:i] + "/api"
+	}
+	return ref.Pointer
 }
 
 // withMember returns the object spec with member name set to value.

@@ -278,8 +278,17 @@ func TestPlanCreationRefusals(t *testing.T) {
 			doc["application_branding"] = map[string]any{"kiosk": map[string]any{"primary_color": "#000000"}}
 		}), status: 422, code: "validation_failed", errors: []string{
 			"/config/applications/portal/connections/1 dangling_reference",
-			"/config/roles/admin/permissions/0 dangling_reference",
+			"/config/roles/admin/permissions/0/api dangling_reference",
 			"/config/application_branding/kiosk dangling_reference",
+		}},
+		{name: "a grant of a missing API, once", body: withDoc(func(doc map[string]any) {
+			doc["applications"].(map[string]any)["portal"].(map[string]any)["api_grants"] = []any{
+				map[string]any{"api": "ghost", "scopes": []any{"a", "b", "c"}}}
+			doc["roles"] = map[string]any{"admin": map[string]any{"display_name": "Admin",
+				"permissions": []any{map[string]any{"api": "orders", "scope": "delete:everything"}}}}
+		}), status: 422, code: "validation_failed", errors: []string{
+			"/config/applications/portal/api_grants/0/api dangling_reference",
+			"/config/roles/admin/permissions/0/scope unknown_scope",
 		}},
 		{name: "a scope the API lacks", body: withDoc(func(doc map[string]any) {
 			doc["applications"].(map[string]any)["portal"].(map[string]any)["api_grants"] = []any{
