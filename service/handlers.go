@@ -181,18 +181,8 @@ func (s *Server) listRevisions(c *gin.Context) {
 }
 
 func (s *Server) revisionAction(c *gin.Context) {
-	id, ok := customVerb(c.Param("id"), "restore")
+	id, body, ok := s.verbWithoutInput(c, "id", "restore")
 	if !ok {
-		s.fail(c, notFound)
-		return
-	}
-	body, err := s.readBody(c, defaultBodyLimit)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := emptyObject(body); err != nil {
-		s.fail(c, err)
 		return
 	}
 	s.idempotent(c, body, func(ctx context.Context, _ string) response {
@@ -207,18 +197,8 @@ func (s *Server) revisionAction(c *gin.Context) {
 }
 
 func (s *Server) connectionAction(c *gin.Context) {
-	key, ok := customVerb(c.Param("key"), "test")
+	key, body, ok := s.verbWithoutInput(c, "key", "test")
 	if !ok {
-		s.fail(c, notFound)
-		return
-	}
-	body, err := s.readBody(c, defaultBodyLimit)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := emptyObject(body); err != nil {
-		s.fail(c, err)
 		return
 	}
 	s.idempotent(c, body, func(ctx context.Context, _ string) response {
@@ -228,6 +208,26 @@ func (s *Server) connectionAction(c *gin.Context) {
 		}
 		return jsonResponse(http.StatusOK, res)
 	})
+}
+
+// verbWithoutInput reads a POST "{param}:{verb}" that takes no input: the
+// path parameter, and a body that must be empty or {}. It answers the
+// request itself when ok is false.
+func (s *Server) verbWithoutInput(c *gin.Context, param, verb string) (value string, body []byte, ok bool) {
+	value, ok = customVerb(c.Param(param), verb)
+	if !ok {
+		s.fail(c, notFound)
+		return "", nil, false
+	}
+	body, err := s.readBody(c, defaultBodyLimit)
+	if err == nil {
+		err = emptyObject(body)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return "", nil, false
+	}
+	return value, body, true
 }
 
 // emptyObject accepts an empty body or {}: the endpoints that take no input
