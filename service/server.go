@@ -222,6 +222,9 @@ func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, &plans.Error{Code: "malformed_request", Detail: "the request body could not be read"}
 	}
+	if err := plans.CheckText(body); err != nil {
+		return nil, err
+	}
 	return body, nil
 }
 
