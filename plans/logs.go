@@ -52,6 +52,9 @@ func (s *Service) ListLogs(ctx context.Context, a Actor, typ string, lp ListPara
 	return page(out, lp.Limit, func(e LogEntry) string { return e.ID }), nil
 }
 
+// maxClockSkew is how far in the future a reported token time may be.
+const maxClockSkew = 5 * time.Minute
+
 // TokenActivity is the body of POST /internal/v1/token-activity.
 type TokenActivity struct {
 	EnvironmentID  string    `json:"environment_id"`
@@ -68,10 +71,17 @@ func (s *Service) RecordTokenActivity(ctx context.Context, ta TokenActivity) err
 	if !resourceKey.MatchString(ta.ApplicationKey) {
 		problems = append(problems, FieldError{Pointer: "/application_key", Code: "invalid", Detail: "an application key"})
 	}
-	if ta.IssuedAt.IsZero() {
+	switch {
+	case ta.IssuedAt.IsZero():
 		problems = append(problems, FieldError{Pointer: "/issued_at", Code: "required", Detail: "an RFC 3339 time"})
+	case ta.IssuedAt.After(s.now().Add(maxClockSkew)):
+		// A time in the future would protect the application's deletion
+		// for as long as it lies ahead.
+		problems = append(problems, FieldError{Pointer: "/issued_at", Code: "in_future",
+			Detail: "issued_at is in the future, past the clock skew allowed"})
 	}
 	if len(problems) > 0 {
+		sortProblems(problems)
 		return Problems("validation_failed", problems)
 	}
 	if err := s.requireEnvironment(ctx, ta.EnvironmentID); err != nil {
