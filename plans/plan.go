@@ -142,6 +142,9 @@ func (s *Service) planFromRow(r *planRow) (*Plan, error) {
 			return nil, fmt.Errorf("plan %s: decode: %w", r.ID, err)
 		}
 	}
+	// The decoded changes are all that is used from here on: drop the
+	// stored bytes (up to 10 MiB) so they do not stay alive with the plan.
+	r.Changes = nil
 	p.Changes = make([]Change, len(recs))
 	for i, rc := range recs {
 		c := rc.Change
