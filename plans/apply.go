@@ -365,7 +365,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 		}
 		n.resource(c.Kind, c.Key, c.Spec)
 	}
-	cur, err := n.load(ctx, tx, a.EnvironmentID)
+	cur, err := n.load(ctx, tx, a.EnvironmentID, false)
 	if err != nil {
 		return nil, err
 	}

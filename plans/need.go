@@ -74,8 +74,10 @@ func uniqueColumn(db *gorm.DB, field string) (string, error) {
 // loadBatch is how many keys or values one query names.
 const loadBatch = 500
 
-// load reads what n names, in tx.
-func (n *need) load(ctx context.Context, tx *gorm.DB, envID string) (state, error) {
+// load reads what n names, in tx. With canonicalize, every spec is
+// re-encoded canonically (PostgreSQL's jsonb reorders keys), which the
+// planner needs to compare specs byte for byte; the apply only decodes them.
+func (n *need) load(ctx context.Context, tx *gorm.DB, envID string, canonicalize bool) (state, error) {
 	st := state{}
 	add := func(rows []Resource) {
 		for i := range rows {
@@ -84,7 +86,9 @@ func (n *need) load(ctx context.Context, tx *gorm.DB, envID string) (state, erro
 				st[r.Kind] = map[string]*Resource{}
 			}
 			if st[r.Kind][r.Key] == nil {
-				r.Spec = JSON(canonical(r.Spec))
+				if canonicalize {
+					r.Spec = JSON(canonical(r.Spec))
+				}
 				st[r.Kind][r.Key] = r
 			}
 		}

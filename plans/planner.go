@@ -183,7 +183,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 			}
 		}
 	}
-	cur, err := n.load(ctx, tx, a.EnvironmentID)
+	cur, err := n.load(ctx, tx, a.EnvironmentID, true)
 	if err != nil {
 		return nil, err
 	}
