@@ -24,6 +24,7 @@ type PlanRequest struct {
 	Doc      *Document
 	Prune    bool
 	Problems []FieldError // 422-class problems found while decoding
+	docBytes int          // size of the config member as sent
 }
 
 // ParsePlanRequest strictly decodes a plan-creation body. A 400-class
@@ -64,7 +65,7 @@ func ParsePlanRequest(body []byte) (*PlanRequest, error) {
 		case err != nil:
 			return nil, err
 		}
-		pr.Doc, pr.Problems = doc, problems
+		pr.Doc, pr.Problems, pr.docBytes = doc, problems, len(raw)
 	}
 	if len(bad) > 0 {
 		code := ProblemUnknownField
@@ -143,6 +144,12 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admi
 		p, err := s.computePlan(ctx, tx, a, pr.Doc, pr.Prune, pr.Problems)
 		if err != nil {
 			return err
+		}
+		// The last answer of plan creation: the document or its plan is
+		// over 10 MiB (the plan's size is checked as it is stored).
+		if pr.docBytes > MaxPlanBytes {
+			return &Error{Code: "config_document_too_large",
+				Detail: fmt.Sprintf("the document takes %d bytes, over the limit of %d; plan fewer types", pr.docBytes, MaxPlanBytes)}
 		}
 		if err := s.insertPlan(tx, a, p); err != nil {
 			return err

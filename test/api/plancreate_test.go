@@ -335,6 +335,8 @@ func TestPlanCreationRefusals(t *testing.T) {
 
 		// 413.
 		{name: "a plan over 10 MiB from a request under 12 MiB", body: bigDoc, status: 413, code: "config_document_too_large"},
+		{name: "a document over 10 MiB whose plan is small", body: `{"config": {"branding": {"primary_color": "#635bff"}` +
+			strings.Repeat(" ", 10<<20) + `}}`, status: 413, code: "config_document_too_large"},
 		{name: "a request over 12 MiB", body: tooLong, status: 413, code: "request_too_large"},
 	}
 	for _, tt := range tests {
