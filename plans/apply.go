@@ -308,6 +308,15 @@ func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e
 		if e.Code == "config_conflict" {
 			status, event = StatusConflicted, "apply_conflicted"
 			data["errors"] = e.Errors
+			// The versions may have moved because this very plan wrote its
+			// records before the federation service failed: say so, since
+			// "create a new plan" then means "to write the missing material".
+			var n int64
+			if s.db.WithContext(ctx).Model(&planEventRow{}).
+				Where("environment_id = ? AND plan_id = ? AND type = 'federation_failed'", p.EnvironmentID, p.ID).Count(&n).Error == nil && n > 0 {
+				e.Detail = "this plan's records were written before the federation service failed, so the plan cannot be applied again; " +
+					"create a new plan of the same document: it writes only the missing OIDC material"
+			}
 		}
 	} else {
 		data["code"] = "internal_error"

@@ -184,9 +184,13 @@ func TestApplyFederation422ReturnsPlanToPlanned(t *testing.T) {
 		t.Fatalf("refused material stored with secret %q", s)
 	}
 
-	// The same plan cannot be applied again.
-	secWant(t, secApply(e, id, applyBody("acme-sso", secSecret)), http.StatusConflict, "config_conflict",
+	// The same plan cannot be applied again, and the answer says why.
+	again := secApply(e, id, applyBody("acme-sso", secSecret))
+	secWant(t, again, http.StatusConflict, "config_conflict",
 		fmt.Sprintf("/changes/%d version_changed", i), fmt.Sprintf("/changes/%d version_changed", 1-i), "/types/0 type_changed")
+	if d, _ := again.JSON()["detail"].(string); !strings.Contains(d, "federation service failed") {
+		t.Errorf("the conflict's detail does not say the plan's own records moved the versions: %q", d)
+	}
 	if st := secPlan(t, e, id)["status"]; st != "conflicted" {
 		t.Fatalf("status after the retry = %v", st)
 	}
