@@ -134,18 +134,7 @@ func TestApplyDifferentPlansConcurrently(t *testing.T) {
 	}
 	k = newApplyEnv(t, apitest.Options{Hooks: hooks})
 	replica := apitest.Setup(t, apitest.Options{Replica: k.e, Hooks: hooks})
-	docs := []string{
-		envSettings("Renamed"),
-		`{"identity_settings": {"allowed_identifiers": ["email", "username"], "mfa": "optional",
-			"password_policy": {"min_length": 8, "require_digits": false, "require_symbols": false}}}`,
-		`{"attack_protection": {"brute_force": {"enabled": true, "max_attempts": 5},
-			"breached_password_detection": {"enabled": true}, "bot_detection": "low"}}`,
-		`{"branding": {"primary_color": "#000000"}}`,
-		`{"apis": {"orders": {"identifier": "https://api.shop.example/orders", "display_name": "Orders", "token_lifetime_seconds": 60}}}`,
-		`{"connections": {"corp": ` + databaseConnection("Corp") + `}}`,
-		`{"roles": {"reader": {"display_name": "Reader"}}}`,
-		`{"applications": {"portal": {"display_name": "Portal", "type": "spa"}}}`,
-	}
+	docs := oneDocPerType()
 	ids := make([]string, len(docs))
 	for i, d := range docs {
 		ids[i] = k.planID(d, false)
@@ -164,25 +153,7 @@ func TestApplyDifferentPlansConcurrently(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	for i, r := range answers {
-		if r.Status != http.StatusOK {
-			t.Errorf("apply of %s: %d %s", docs[i], r.Status, r.Body)
-		}
-	}
-	_, versions := k.e.Export()
-	for _, ref := range []string{"environment_settings/default", "identity_settings/default", "attack_protection/default", "branding/default"} {
-		if versions[ref] != 2.0 {
-			t.Errorf("version of %s = %v, want 2", ref, versions[ref])
-		}
-	}
-	for _, ref := range []string{"api/orders", "connection/corp", "role/reader", "application/portal"} {
-		if versions[ref] != 1.0 {
-			t.Errorf("version of %s = %v, want 1", ref, versions[ref])
-		}
-	}
-	if c := k.count("config_revisions", ""); c != int64(len(ids)) {
-		t.Errorf("%d revisions, want %d", c, len(ids))
-	}
+	assertEveryTypeApplied(t, k, docs, answers)
 	if n := retries.Load(); n < 1 {
 		t.Errorf("no transaction was retried")
 	} else {
@@ -316,5 +287,47 @@ func TestPlanCreationDoesNotWaitForARunningApply(t *testing.T) {
 	}
 	if a := <-applied; a.Status != http.StatusOK {
 		t.Errorf("apply: %d %s", a.Status, a.Body)
+	}
+}
+
+// oneDocPerType is eight documents, each of another type, that apply
+// independently of one another.
+func oneDocPerType() []string {
+	return []string{
+		envSettings("Renamed"),
+		`{"identity_settings": {"allowed_identifiers": ["email", "username"], "mfa": "optional",
+			"password_policy": {"min_length": 8, "require_digits": false, "require_symbols": false}}}`,
+		`{"attack_protection": {"brute_force": {"enabled": true, "max_attempts": 5},
+			"breached_password_detection": {"enabled": true}, "bot_detection": "low"}}`,
+		`{"branding": {"primary_color": "#000000"}}`,
+		`{"apis": {"orders": {"identifier": "https://api.shop.example/orders", "display_name": "Orders", "token_lifetime_seconds": 60}}}`,
+		`{"connections": {"corp": ` + databaseConnection("Corp") + `}}`,
+		`{"roles": {"reader": {"display_name": "Reader"}}}`,
+		`{"applications": {"portal": {"display_name": "Portal", "type": "spa"}}}`,
+	}
+}
+
+// assertEveryTypeApplied checks that every apply of oneDocPerType answered
+// 200 and that every write landed once.
+func assertEveryTypeApplied(t *testing.T, k *applyEnv, docs []string, answers []*apitest.Response) {
+	t.Helper()
+	for i, r := range answers {
+		if r.Status != http.StatusOK {
+			t.Errorf("apply of %s: %d %s", docs[i], r.Status, r.Body)
+		}
+	}
+	_, versions := k.e.Export()
+	for _, ref := range []string{"environment_settings/default", "identity_settings/default", "attack_protection/default", "branding/default"} {
+		if versions[ref] != 2.0 {
+			t.Errorf("version of %s = %v, want 2", ref, versions[ref])
+		}
+	}
+	for _, ref := range []string{"api/orders", "connection/corp", "role/reader", "application/portal"} {
+		if versions[ref] != 1.0 {
+			t.Errorf("version of %s = %v, want 1", ref, versions[ref])
+		}
+	}
+	if c := k.count("config_revisions", ""); c != int64(len(docs)) {
+		t.Errorf("%d revisions, want %d", c, len(docs))
 	}
 }

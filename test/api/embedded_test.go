@@ -87,18 +87,7 @@ func TestConcurrentAppliesOfOnePlanOnOneInstanceApplyOnce(t *testing.T) {
 func TestConcurrentAppliesOfDifferentPlansOnOneInstanceAllLand(t *testing.T) {
 	t.Parallel()
 	k := newApplyEnv(t, apitest.Options{})
-	docs := []string{
-		envSettings("Renamed"),
-		`{"identity_settings": {"allowed_identifiers": ["email", "username"], "mfa": "optional",
-			"password_policy": {"min_length": 8, "require_digits": false, "require_symbols": false}}}`,
-		`{"attack_protection": {"brute_force": {"enabled": true, "max_attempts": 5},
-			"breached_password_detection": {"enabled": true}, "bot_detection": "low"}}`,
-		`{"branding": {"primary_color": "#000000"}}`,
-		`{"apis": {"orders": {"identifier": "https://api.shop.example/orders", "display_name": "Orders", "token_lifetime_seconds": 60}}}`,
-		`{"connections": {"corp": ` + databaseConnection("Corp") + `}}`,
-		`{"roles": {"reader": {"display_name": "Reader"}}}`,
-		`{"applications": {"portal": {"display_name": "Portal", "type": "spa"}}}`,
-	}
+	docs := oneDocPerType()
 	ids := make([]string, len(docs))
 	for i, d := range docs {
 		ids[i] = k.planID(d, false)
@@ -114,25 +103,7 @@ func TestConcurrentAppliesOfDifferentPlansOnOneInstanceAllLand(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	for i, r := range answers {
-		if r.Status != http.StatusOK {
-			t.Errorf("apply of %s: %d %s", docs[i], r.Status, r.Body)
-		}
-	}
-	_, versions := k.e.Export()
-	for _, ref := range []string{"environment_settings/default", "identity_settings/default", "attack_protection/default", "branding/default"} {
-		if versions[ref] != 2.0 {
-			t.Errorf("version of %s = %v, want 2", ref, versions[ref])
-		}
-	}
-	for _, ref := range []string{"api/orders", "connection/corp", "role/reader", "application/portal"} {
-		if versions[ref] != 1.0 {
-			t.Errorf("version of %s = %v, want 1", ref, versions[ref])
-		}
-	}
-	if c := k.count("config_revisions", ""); c != int64(len(ids)) {
-		t.Errorf("%d revisions, want %d", c, len(ids))
-	}
+	assertEveryTypeApplied(t, k, docs, answers)
 	var gen int64
 	k.e.GormDB().Raw(`SELECT generation FROM environments WHERE id = ?`, k.e.EnvID).Scan(&gen)
 	if gen != int64(len(ids)) {
