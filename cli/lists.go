@@ -70,28 +70,10 @@ func (a *app) plansCommand() *cobra.Command {
   keenauth plans list --status applied --json | jq -r '.data[].id'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q, err := lf.query(cmd)
-			if err != nil {
-				return err
-			}
-			if status != "" {
-				q.Set("status", status)
-			}
-			var pg page[plan]
-			if done, err := a.list(cmd, "/v1/config-plans", q, &pg); done || err != nil {
-				return err
-			}
-			if len(pg.Data) == 0 {
-				fmt.Fprintln(a.stdout, "No plans.")
-				return nil
-			}
-			rows := make([][]string, len(pg.Data))
-			for i, p := range pg.Data {
-				rows[i] = []string{p.ID, p.Status, p.Summary.short(), p.CreatedAt, strings.Join(p.Types, ",")}
-			}
-			table(a.stdout, []string{"ID", "STATUS", "CHANGES", "CREATED", "TYPES"}, rows)
-			more(a, cmd, pg.NextCursor)
-			return nil
+			return listTable(a, cmd, &lf, "/v1/config-plans", map[string]string{"status": status}, "No plans.",
+				[]string{"ID", "STATUS", "CHANGES", "CREATED", "TYPES"}, func(p plan) []string {
+					return []string{p.ID, p.Status, p.Summary.short(), p.CreatedAt, strings.Join(p.Types, ",")}
+				})
 		},
 	}
 	list.Flags().StringVar(&status, "status", "", "only plans of this status: planned, applying, applied, conflicted, expired")
@@ -104,6 +86,37 @@ func (a *app) plansCommand() *cobra.Command {
 
 // list reads one page into v; with --json it prints the answer and
 // reports done.
+// listTable runs a list command: the page of path with the list flags and
+// the non-empty filters, printed as a table of header (empty: the empty
+// message) and the command to get the next page; --json prints the answer.
+func listTable[T any](a *app, cmd *cobra.Command, lf *listFlags, path string, filters map[string]string, empty string,
+	header []string, row func(T) []string) error {
+	q, err := lf.query(cmd)
+	if err != nil {
+		return err
+	}
+	for k, v := range filters {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	var pg page[T]
+	if done, err := a.list(cmd, path, q, &pg); done || err != nil {
+		return err
+	}
+	if len(pg.Data) == 0 {
+		fmt.Fprintln(a.stdout, empty)
+		return nil
+	}
+	rows := make([][]string, len(pg.Data))
+	for i, item := range pg.Data {
+		rows[i] = row(item)
+	}
+	table(a.stdout, header, rows)
+	more(a, cmd, pg.NextCursor)
+	return nil
+}
+
 func (a *app) list(cmd *cobra.Command, path string, q url.Values, v any) (bool, error) {
 	cl, err := a.api()
 	if err != nil {
@@ -137,25 +150,10 @@ func (a *app) revisionsCommand() *cobra.Command {
   keenauth revisions list --limit 1 --json | jq -r '.data[0].id'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q, err := lf.query(cmd)
-			if err != nil {
-				return err
-			}
-			var pg page[revision]
-			if done, err := a.list(cmd, "/v1/config-revisions", q, &pg); done || err != nil {
-				return err
-			}
-			if len(pg.Data) == 0 {
-				fmt.Fprintln(a.stdout, "No revisions.")
-				return nil
-			}
-			rows := make([][]string, len(pg.Data))
-			for i, r := range pg.Data {
-				rows[i] = []string{r.ID, r.PlanID, r.Counts.short(), r.CreatedAt, strings.Join(r.Types, ",")}
-			}
-			table(a.stdout, []string{"ID", "PLAN", "CHANGES", "CREATED", "TYPES"}, rows)
-			more(a, cmd, pg.NextCursor)
-			return nil
+			return listTable(a, cmd, &lf, "/v1/config-revisions", nil, "No revisions.",
+				[]string{"ID", "PLAN", "CHANGES", "CREATED", "TYPES"}, func(r revision) []string {
+					return []string{r.ID, r.PlanID, r.Counts.short(), r.CreatedAt, strings.Join(r.Types, ",")}
+				})
 		},
 	}
 	lf.add(list)
@@ -243,28 +241,10 @@ counts, and one <kind>.created|updated|deleted entry per changed resource.`,
   keenauth logs --type connection.deleted --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q, err := lf.query(cmd)
-			if err != nil {
-				return err
-			}
-			if typ != "" {
-				q.Set("type", typ)
-			}
-			var pg page[logEntry]
-			if done, err := a.list(cmd, "/v1/management-logs", q, &pg); done || err != nil {
-				return err
-			}
-			if len(pg.Data) == 0 {
-				fmt.Fprintln(a.stdout, "No entries.")
-				return nil
-			}
-			rows := make([][]string, len(pg.Data))
-			for i, e := range pg.Data {
-				rows[i] = []string{e.ID, e.CreatedAt, e.Type, logDetails(e)}
-			}
-			table(a.stdout, []string{"ID", "CREATED", "TYPE", "DETAILS"}, rows)
-			more(a, cmd, pg.NextCursor)
-			return nil
+			return listTable(a, cmd, &lf, "/v1/management-logs", map[string]string{"type": typ}, "No entries.",
+				[]string{"ID", "CREATED", "TYPE", "DETAILS"}, func(e logEntry) []string {
+					return []string{e.ID, e.CreatedAt, e.Type, logDetails(e)}
+				})
 		},
 	}
 	c.Flags().StringVar(&typ, "type", "", "only entries of this type, e.g. config.applied or connection.deleted")
