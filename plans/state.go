@@ -19,13 +19,6 @@ var referencedBy = map[Kind][]Kind{
 	KindApplication: {KindApplicationBranding},
 }
 
-// referencesTo lists, per kind, the kinds its specs can reference.
-var referencesTo = map[Kind][]Kind{
-	KindRole:                {KindAPI},
-	KindApplication:         {KindAPI, KindConnection},
-	KindApplicationBranding: {KindApplication},
-}
-
 // referencingTypes are the types outside planned that reference a planned type.
 func referencingTypes(planned []Kind) []Kind {
 	in := map[Kind]bool{}

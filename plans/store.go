@@ -125,12 +125,6 @@ func NewService(db *gorm.DB, cfg Config, now Clock, log *slog.Logger, hooks Hook
 	return &Service{db: db, cfg: cfg, now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }, log: log, hooks: hooks}
 }
 
-// DB returns the database handle.
-func (s *Service) DB() *gorm.DB { return s.db }
-
-// Now returns the service's clock reading.
-func (s *Service) Now() time.Time { return s.now() }
-
 // inTx runs fn in a transaction at the given isolation level, retrying it on
 // serialization failures and deadlocks (bounded, with a short backoff).
 func (s *Service) inTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *gorm.DB) error) error {

@@ -47,13 +47,6 @@ type requestInfo struct {
 
 type requestInfoKey struct{}
 
-// RequestID returns the Request-Id of the request ctx belongs to ("" when
-// none).
-func RequestID(ctx context.Context) string {
-	info, _ := ctx.Value(requestInfoKey{}).(requestInfo)
-	return info.id
-}
-
 // traceparent is a W3C Trace Context header: version, trace id, parent id,
 // flags (a later version may append fields after a "-").
 var traceparent = regexp.MustCompile(`^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$`)

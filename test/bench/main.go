@@ -198,7 +198,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, DB: o.redisDB, PoolSize: 4})
 	defer rdb.Close()
 	if err := rdb.FlushDB(ctx).Err(); err != nil {
-		return fmt.Errorf("Redis at %s: %w (make services starts it)", o.redisAddr, err)
+		return fmt.Errorf("connect to Redis at %s: %w (make services starts it)", o.redisAddr, err)
 	}
 	defer rdb.FlushDB(context.WithoutCancel(ctx))
 	rep.Redis = redisVersion(ctx, rdb)
