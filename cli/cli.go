@@ -130,6 +130,9 @@ the changes a desired document makes, and applies a reviewed plan in one
 transaction. Revisions keep the configuration as it was before each apply
 and can be restored; the management log records every apply.
 
+keenauth never follows a redirect: a 3xx answer is an error that names its
+Location (exit 1), and nothing is sent there.
+
 Environment:
   KEENAUTH_API_URL     the API's root URL, without /v1 (default ` + DefaultAPIURL + `)
   KEENAUTH_SECRET_KEY  the API key (ksk_…) of the environment
@@ -198,7 +201,7 @@ func (a *app) api() (*client, error) {
 	if a.retryFor < 0 {
 		return nil, cmdLinef("--retry-for must not be negative")
 	}
-	a.client = &client{baseURL: u, secret: secret, http: &http.Client{}, retryFor: a.retryFor, wait: waiter(a.stderr)}
+	a.client = &client{baseURL: u, secret: secret, http: newHTTPClient(), retryFor: a.retryFor, wait: waiter(a.stderr)}
 	return a.client, nil
 }
 
@@ -228,6 +231,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ae):
 		return apiExitCode(ae)
 	}
+	// A redirect, a refused secret name, a local failure.
 	return ExitRefused
 }
 

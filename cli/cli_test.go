@@ -41,6 +41,7 @@ func TestExitCodeOfEveryClass(t *testing.T) {
 		{api(503, "service_unavailable"), ExitUnavailable},
 		{api(500, "internal_error"), ExitUnavailable},
 		{&networkError{url: "http://x", err: errors.New("refused")}, ExitUnavailable},
+		{&redirectError{status: 307, location: "http://elsewhere.example/"}, ExitRefused},
 		{context.Canceled, ExitInterrupted},
 		{errors.New("cannot write out.json"), ExitRefused},
 	} {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +26,17 @@ type client struct {
 	retryFor time.Duration
 	// wait sleeps between attempts, showing why on a terminal.
 	wait func(ctx context.Context, d time.Duration, reason string) error
+}
+
+// newHTTPClient is the client of every API call. It never follows a
+// redirect: following one would send the API key, and an apply's
+// resolved secrets, to wherever the answer points (a 307 or 308 resends
+// the body). A 3xx answer is returned as it is and do turns it into a
+// *redirectError.
+func newHTTPClient() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
 }
 
 // request is one API call.
@@ -141,9 +153,49 @@ func describeNetworkError(err error) string {
 	return err.Error()
 }
 
+// redirectError is a 3xx answer: the CLI does not follow it, nor retry.
+type redirectError struct {
+	status int
+	// location is the answer's Location resolved against the request URL,
+	// its password hidden; "" when the answer had none.
+	location string
+}
+
+func (e *redirectError) Error() string {
+	to := "with no Location"
+	if e.location != "" {
+		to = "to " + e.location
+	}
+	return fmt.Sprintf("the API answered HTTP %d %s, a redirect %s; keenauth never follows a redirect "+
+		"(nothing was sent there): check KEENAUTH_API_URL or --api-url", e.status, http.StatusText(e.status), to)
+}
+
+func newRedirectError(r *response, target string) *redirectError {
+	e := &redirectError{status: r.status}
+	loc := r.header.Get("Location")
+	if loc == "" {
+		return e
+	}
+	base, err := url.Parse(target)
+	if err == nil {
+		var u *url.URL
+		if u, err = base.Parse(loc); err == nil {
+			e.location = u.Redacted()
+			return e
+		}
+	}
+	// Not a URL (a control character, say): shown quoted, never raw.
+	e.location = strconv.Quote(loc)
+	return e
+}
+
+// isRedirect reports a 3xx status.
+func isRedirect(status int) bool { return status >= 300 && status < 400 }
+
 // do sends r, retrying what can be retried safely (see retryable) with
 // the same Idempotency-Key until --retry-for is spent. It returns the
-// last answer, or a *networkError when none came.
+// last answer, a *networkError when none came, or a *redirectError for a
+// 3xx answer, which is never retried.
 func (c *client) do(ctx context.Context, r request) (*response, error) {
 	u := *c.baseURL
 	u.Path = strings.TrimSuffix(u.Path, "/") + r.path
@@ -157,6 +209,9 @@ func (c *client) do(ctx context.Context, r request) (*response, error) {
 		resp, err := c.attempt(ctx, r, target)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if err == nil && isRedirect(resp.status) {
+			return nil, newRedirectError(resp, target)
 		}
 		wait, reason, retry := retryable(r, resp, err, attempt)
 		if !retry || time.Now().Add(wait).After(deadline) {

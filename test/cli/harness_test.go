@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -245,3 +248,53 @@ func (h *harness) frontServer(t *testing.T, handler func(w http.ResponseWriter, 
 }
 
 func apitestGet(path string) apitest.Request { return apitest.Request{Method: "GET", Path: path} }
+
+// fakeAPI is a server that is not the Keenauth API: it answers with
+// handler and keeps every request it received, as sent.
+type fakeAPI struct {
+	URL string
+	mu  sync.Mutex
+	got []string
+}
+
+func newFakeAPI(t *testing.T, handler http.HandlerFunc) *fakeAPI {
+	t.Helper()
+	f := &fakeAPI{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.got = append(f.got, fmt.Sprintf("%s %s\n%v\n%s", r.Method, r.URL.RequestURI(), r.Header, body))
+		f.mu.Unlock()
+		if handler != nil {
+			handler(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// requests returns every request received: the method and URI, the
+// headers and the body.
+func (f *fakeAPI) requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.got...)
+}
+
+// runAgainst runs the CLI against url with env besides a made-up key.
+func runAgainst(t *testing.T, url string, inv invocation, args ...string) result {
+	t.Helper()
+	env := map[string]string{"KEENAUTH_API_URL": url, "KEENAUTH_SECRET_KEY": "ksk_test_" + strings.Repeat("0", 32)}
+	for k, v := range inv.env {
+		env[k] = v
+	}
+	return runCLI(t, env, inv, args...)
+}
+
+// writePlan answers a plan object with these required secrets.
+func writePlan(w http.ResponseWriter, id string, requiredSecrets ...string) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "config_plan", "status": "planned",
+		"changes": []any{}, "warnings": []any{}, "required_secrets": requiredSecrets})
+}
