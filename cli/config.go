@@ -9,7 +9,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -207,7 +210,9 @@ func (a *app) applyCommand() *cobra.Command {
 
 --secrets-from-env reads each secret the plan needs (its required_secrets)
 from the environment variable of the same name; a missing one is reported by
-name before anything is sent, and a value is never printed.
+name before anything is sent, and a value is never printed. Only variables
+named KEENAUTH_[A-Z0-9_]+ are read: a plan that asks for any other name is
+refused (exit 1) before the apply is sent, and that variable is not read.
 
 Every apply carries an Idempotency-Key: --idempotency-key, or one generated
 and printed on standard error so the same apply can be retried by hand. A
@@ -292,13 +297,34 @@ Retry-After the API asks for, until --retry-for is spent.
 	return c
 }
 
+// secretNamePattern is the only form of environment variable that
+// --secrets-from-env reads. The names come from the API's plan, so an API
+// URL that points elsewhere (by mistake or by design) could otherwise ask
+// for AWS_SECRET_ACCESS_KEY, or any other variable, and receive its value.
+var secretNamePattern = regexp.MustCompile(`^KEENAUTH_[A-Z0-9_]+$`)
+
 // secretsFromEnv reads the secrets the plan needs from the environment.
-// Every missing variable is reported, by name only, before the apply is
-// sent. The values go into the request body and nowhere else.
+// A name not of secretNamePattern is refused, and its variable never read;
+// then every missing variable is reported, by name only. Either refusal
+// comes before the apply is sent. The values go into the request body and
+// nowhere else.
 func (a *app) secretsFromEnv(cl *client, planID string) (map[string]string, error) {
 	var pl plan
 	if _, err := cl.getJSON(a.ctx, "/v1/config-plans/"+url.PathEscape(planID), nil, &pl); err != nil {
 		return nil, err
+	}
+	var refused []string
+	for _, name := range pl.RequiredSecrets {
+		if !secretNamePattern.MatchString(name) {
+			refused = append(refused, strconv.Quote(name))
+		}
+	}
+	if len(refused) > 0 {
+		sort.Strings(refused)
+		refused = slices.Compact(refused)
+		return nil, fmt.Errorf("plan %s asks for secret(s) %s, but --secrets-from-env reads only environment variables "+
+			"named KEENAUTH_[A-Z0-9_]+ (check that KEENAUTH_API_URL points at your Keenauth API); no apply request was sent",
+			planID, strings.Join(refused, ", "))
 	}
 	out := map[string]string{}
 	var missing []string
@@ -312,6 +338,7 @@ func (a *app) secretsFromEnv(cl *client, planID string) (map[string]string, erro
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
+		missing = slices.Compact(missing)
 		return nil, usagef("missing environment variable(s) for the secrets plan %s needs: %s; nothing was sent",
 			planID, strings.Join(missing, ", "))
 	}

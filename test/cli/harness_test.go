@@ -70,6 +70,9 @@ type invocation struct {
 	stdin     string
 	stdoutTTY bool
 	stderrTTY bool
+	// read, when set, is told the name of every environment variable the
+	// CLI reads.
+	read func(name string)
 }
 
 // ttyBuffer is an output that says it is a terminal.
@@ -105,7 +108,13 @@ func runCLI(t *testing.T, env map[string]string, inv invocation, args ...string)
 	if inv.stderrTTY {
 		errw = &stderr
 	}
-	code := cli.Run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(inv.stdin), out, errw)
+	getenv := func(k string) string {
+		if inv.read != nil {
+			inv.read(k)
+		}
+		return env[k]
+	}
+	code := cli.Run(context.Background(), args, getenv, strings.NewReader(inv.stdin), out, errw)
 	return result{args: args, code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
