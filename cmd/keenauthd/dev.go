@@ -49,12 +49,21 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		return usageError{"dev takes only --data DIR and --listen ADDR"}
 	}
 	temporary := *dataDir == ""
+	served := false // devServe was reached: it prints the banner, naming the directory
 	if temporary {
 		dir, err := os.MkdirTemp("", "keenauthd-dev-")
 		if err != nil {
 			return fmt.Errorf("dev: data directory: %w", err)
 		}
 		*dataDir = dir
+		// A start that fails before the banner leaves nothing behind: the
+		// directory was never shown, so nobody can start again from it. It
+		// is removed after the deferred closes below (the database, the lock).
+		defer func() {
+			if !served {
+				_ = os.RemoveAll(dir)
+			}
+		}()
 	} else if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 		return fmt.Errorf("dev: data directory: %w", err)
 	}
@@ -104,6 +113,7 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("dev: create a key: %w", err)
 	}
+	served = true
 	return devServe(ctx, cfg, ln, svc, sqlDB, m, log, stdout, devBanner{dataDir: *dataDir, temporary: temporary,
 		dbPath: dbPath, env: env, envCreated: created, key: key, addr: ln.Addr().String()})
 }

@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -298,4 +301,65 @@ func TestDevRestartReusesTheEnvironmentWithANewKey(t *testing.T) {
 	if status, _ := first.call(t, "GET", "/v1/config?types=role", nil); status != http.StatusOK {
 		t.Fatalf("the first start's key after a restart: %d", status)
 	}
+}
+
+// TestDevFailedStartLeavesNoTemporaryDirectory: without --data, a start
+// that fails (its address is taken) removes the temporary directory it
+// made; a start that printed its banner keeps it, as the banner says.
+func TestDevFailedStartLeavesNoTemporaryDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"dev", "--listen", taken.Addr().String()}, func(string) string { return "" }, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("start on a taken address: %v, want address already in use", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("the failed start printed:\n%s", out.String())
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("the failed start left %v in TMPDIR", names(left))
+	}
+
+	// The same TMPDIR, a start that serves: its directory stays.
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"dev", "--listen", "127.0.0.1:0"}, func(string) string { return "" }, pw, io.Discard)
+		pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	var banner strings.Builder
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		banner.WriteString(sc.Text() + "\n")
+		if bannerSecret.MatchString(banner.String()) {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("dev: %v\n%s", err, banner.String())
+	}
+	left, _ := os.ReadDir(tmp)
+	if len(left) != 1 || !strings.HasPrefix(left[0].Name(), "keenauthd-dev-") ||
+		!strings.Contains(banner.String(), "data:        "+filepath.Join(tmp, left[0].Name())+" ") {
+		t.Fatalf("after a start that served, TMPDIR holds %v; banner:\n%s", names(left), banner.String())
+	}
+}
+
+func names(entries []os.DirEntry) []string {
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
 }
