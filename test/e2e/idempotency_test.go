@@ -3,31 +3,21 @@ package e2e_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/keenauth/configplans/test/testdb"
 )
 
 // evictionWarnings returns the start-up warnings about Redis's eviction
-// policy in a process's logs, with the policy each names.
-func evictionWarnings(t *testing.T, logs string) []string {
+// policy that a process logged so far, with the policy each names.
+func evictionWarnings(t *testing.T, n *node) []string {
 	t.Helper()
 	var out []string
-	for _, line := range strings.Split(logs, "\n") {
-		var l struct {
-			Level  string `json:"level"`
-			Msg    string `json:"msg"`
-			Policy string `json:"policy"`
-		}
-		if json.Unmarshal([]byte(line), &l) == nil && strings.Contains(l.Msg, "maxmemory-policy can evict") {
+	for _, l := range n.logLines() {
+		if strings.Contains(l.Msg, "maxmemory-policy can evict") {
 			if l.Level != "WARN" {
 				t.Errorf("eviction warning at level %q", l.Level)
 			}
@@ -78,9 +68,13 @@ func TestSameKeyRacedOnTwoProcessesAppliesOnce(t *testing.T) {
 			}
 		}
 	}
-	policy := c.Redis.ConfigGet(context.Background(), "maxmemory-policy").Val()["maxmemory-policy"]
+	// The cluster's own redis-server keeps its default policy; start has
+	// waited until each process logged that it listens, after the check.
+	if policy := c.Redis.ConfigGet(context.Background(), "maxmemory-policy").Val()["maxmemory-policy"]; policy != "noeviction" {
+		t.Fatalf("the cluster's redis-server has maxmemory-policy %q, want noeviction", policy)
+	}
 	for i, n := range c.Nodes {
-		if w := evictionWarnings(t, n.Logs()); policy == "noeviction" && len(w) != 0 {
+		if w := evictionWarnings(t, n); len(w) != 0 {
 			t.Errorf("process %d warned about eviction under noeviction: %v", i, w)
 		}
 	}
@@ -195,31 +189,23 @@ func TestRetryStormOnTwoProcessesWithFlushDBAppliesOnce(t *testing.T) {
 	c.appliedOnce(id)
 }
 
-// TestStartWarnsWhenRedisCanEvict sets Redis's maxmemory-policy, a setting
-// of the whole server, for as long as one process takes to start. It does
-// not run in parallel with other tests.
+// TestStartWarnsWhenRedisCanEvict sets maxmemory-policy on the cluster's
+// own redis-server, which no other test sees, before a process starts.
 func TestStartWarnsWhenRedisCanEvict(t *testing.T) {
 	c := newCluster(t, 0)
-	ctx := context.Background()
-	admin := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
-	t.Cleanup(func() { admin.Close() })
-	before, err := admin.ConfigGet(ctx, "maxmemory-policy").Result()
-	if err != nil || before["maxmemory-policy"] == "" {
-		t.Fatalf("CONFIG GET maxmemory-policy: %v %v", before, err)
-	}
-	restore := sync.OnceFunc(func() {
-		if err := admin.ConfigSet(ctx, "maxmemory-policy", before["maxmemory-policy"]).Err(); err != nil {
-			t.Errorf("restore maxmemory-policy %s: %v", before["maxmemory-policy"], err)
-		}
-	})
-	t.Cleanup(restore)
-	if err := admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+	if err := c.Redis.ConfigSet(context.Background(), "maxmemory-policy", "allkeys-lru").Err(); err != nil {
 		t.Fatalf("CONFIG SET maxmemory-policy: %v", err)
 	}
 	n := c.start()
-	restore()
 
-	if w := evictionWarnings(t, n.Logs()); len(w) != 1 || w[0] != "allkeys-lru" {
+	// start waited for the line logged after the check; poll all the same,
+	// so that the test does not rest on the order of the start-up lines.
+	var w []string
+	deadline := time.Now().Add(30 * time.Second)
+	for w = evictionWarnings(t, n); len(w) == 0 && time.Now().Before(deadline); w = evictionWarnings(t, n) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(w) != 1 || w[0] != "allkeys-lru" {
 		t.Fatalf("eviction warnings = %v, want one naming allkeys-lru; logs:\n%s", w, n.Logs())
 	}
 	// The process serves all the same.

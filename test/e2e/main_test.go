@@ -1,9 +1,7 @@
 package e2e_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,10 +19,6 @@ import (
 
 	"github.com/keenauth/configplans/test/testdb"
 )
-
-// redisDB is the Redis database number of these tests; they may FLUSHDB it.
-// The tests of this package therefore run one at a time.
-const redisDB = 11
 
 // binary is keenauthd, built once by TestMain.
 var binary string
@@ -47,30 +42,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// redisURL is the Redis database of these tests.
-func redisURL() string { return fmt.Sprintf("redis://%s/%d", testdb.RedisAddr(), redisDB) }
-
-// flushable returns a client of the tests' Redis database, emptied now and
-// at the end of t.
-func flushable(t *testing.T) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr(), DB: redisDB})
-	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatalf("FLUSHDB %d: %v", redisDB, err)
-	}
-	t.Cleanup(func() {
-		rdb.FlushDB(context.Background())
-		rdb.Close()
-	})
-	return rdb
-}
-
-// cluster is a database, an environment with an all-permissions key, and
-// the keenauthd processes serving them.
+// cluster is a database, a redis-server of its own, an environment with an
+// all-permissions key, and the keenauthd processes serving them.
 type cluster struct {
 	t      *testing.T
 	DB     *testdb.Database
-	Redis  *redis.Client
+	Redis  *redis.Client // database 0 of the cluster's own redis-server: a test may FLUSHDB it
 	env    []string
 	EnvID  string
 	Secret string
@@ -79,8 +56,9 @@ type cluster struct {
 
 // node is one keenauthd serve process.
 type node struct {
-	URL  string
-	logs *syncBuffer
+	URL    string
+	stdout *syncBuffer
+	logs   *syncBuffer
 }
 
 type syncBuffer struct {
@@ -108,10 +86,11 @@ func (n *node) Logs() string { return n.logs.String() }
 // KEENAUTHD_* variables.
 func newCluster(t *testing.T, n int, extra ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, DB: testdb.New(t), Redis: flushable(t)}
+	rs := startRedis(t)
+	c := &cluster{t: t, DB: testdb.New(t), Redis: rs.Client(t)}
 	c.env = append([]string{
 		"KEENAUTHD_DATABASE_URL=" + c.DB.URL,
-		"KEENAUTHD_REDIS_URL=" + redisURL(),
+		"KEENAUTHD_REDIS_URL=" + rs.URL(),
 		"KEENAUTHD_LISTEN=127.0.0.1:0",
 		"KEENAUTHD_IDEMPOTENCY_SECRET=e2e-idempotency-secret",
 		"KEENAUTHD_INTERNAL_TOKEN=e2e-internal-token",
@@ -154,31 +133,20 @@ func (c *cluster) decode(b []byte, v any) {
 }
 
 // start runs keenauthd serve until the test ends, and waits until it
-// listens.
+// listens and has logged so: every line it logs at start-up is in Logs
+// then. Each output is read by its own copying goroutine, so the "listening
+// on" of stdout may be seen before the lines logged before it to stderr;
+// both are polled with a deadline.
 func (c *cluster) start() *node {
 	c.t.Helper()
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = c.env
-	n := &node{logs: &syncBuffer{}}
-	cmd.Stderr = n.logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	n := &node{stdout: &syncBuffer{}, logs: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = n.stdout, n.logs
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start keenauthd serve: %v", err)
 	}
 	exited := make(chan struct{})
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				listening <- addr
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
 	go func() {
 		_ = cmd.Wait()
 		close(exited)
@@ -192,15 +160,61 @@ func (c *cluster) start() *node {
 			<-exited
 		}
 	})
-	select {
-	case addr := <-listening:
-		n.URL = "http://" + addr
-	case <-exited:
-		c.t.Fatalf("keenauthd serve exited:\n%s", n.Logs())
-	case <-time.After(30 * time.Second):
-		c.t.Fatalf("keenauthd serve did not listen:\n%s", n.Logs())
-	}
+	var addr string
+	n.waitFor(c.t, exited, "keenauthd serve to print its address", func() bool {
+		for _, line := range strings.Split(n.stdout.String(), "\n") {
+			if a, ok := strings.CutPrefix(line, "listening on "); ok {
+				addr = a
+				return true
+			}
+		}
+		return false
+	})
+	n.URL = "http://" + addr
+	n.waitFor(c.t, exited, "keenauthd serve to log that it listens", func() bool {
+		return slices.ContainsFunc(n.logLines(), func(l logLine) bool { return l.Msg == "keenauthd listening" })
+	})
 	return n
+}
+
+// waitFor polls cond until it holds, failing t when the process exits
+// first or after 30 s.
+func (n *node) waitFor(t *testing.T, exited <-chan struct{}, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		select {
+		case <-exited:
+			if cond() {
+				return
+			}
+			t.Fatalf("keenauthd serve exited while waiting for %s; stdout:\n%s\nlogs:\n%s", what, n.stdout.String(), n.Logs())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; stdout:\n%s\nlogs:\n%s", what, n.stdout.String(), n.Logs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// logLine is one JSON line of a process's logs.
+type logLine struct {
+	Level  string `json:"level"`
+	Msg    string `json:"msg"`
+	Policy string `json:"policy"`
+}
+
+// logLines decodes the complete lines logged so far; others are skipped.
+func (n *node) logLines() []logLine {
+	var out []logLine
+	for _, raw := range strings.Split(n.Logs(), "\n") {
+		var l logLine
+		if json.Unmarshal([]byte(raw), &l) == nil {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // answer is an HTTP answer.
