@@ -88,9 +88,15 @@ func waitRedis(addr string, pid int, exited <-chan struct{}) error {
 			return fmt.Errorf("redis-server on %s exited", addr)
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		info, err := rdb.Info(ctx, "server").Result()
-		cancel()
+		// A plain dial first: the client logs every dial it fails.
+		var info string
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			info, err = rdb.Info(ctx, "server").Result()
+			cancel()
+		}
 		if err == nil {
 			if infoField(info, "process_id") == strconv.Itoa(pid) {
 				return nil
