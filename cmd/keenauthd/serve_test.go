@@ -322,16 +322,19 @@ func TestServeMetricsShowPoolsAndPprofOnlyOnDebugListener(t *testing.T) {
 	if st, _ := s.do("GET", "/debug/pprof/", ""); st != http.StatusNotFound {
 		t.Errorf("pprof on the API listener = %d, want 404", st)
 	}
+	// The debug listener is logged after "listening on" is printed: poll.
 	var debugAddr string
-	for _, l := range strings.Split(s.logs.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && strings.HasPrefix(m["msg"].(string), "keenauthd debug endpoints") {
-			debugAddr, _ = m["addr"].(string)
+	waitFor(t, "the debug listener's address in the logs", func() bool {
+		for _, l := range strings.Split(s.logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil {
+				if msg, _ := m["msg"].(string); strings.HasPrefix(msg, "keenauthd debug endpoints") {
+					debugAddr, _ = m["addr"].(string)
+				}
+			}
 		}
-	}
-	if debugAddr == "" {
-		t.Fatalf("no debug listener in the logs:\n%s", s.logs.String())
-	}
+		return debugAddr != ""
+	})
 	resp, err = s.client.Get("http://" + debugAddr + "/debug/pprof/cmdline")
 	if err != nil {
 		t.Fatal(err)
