@@ -14,10 +14,10 @@ build: ## build keenauthd and keenauth into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 run: services ## run keenauthd serve against the local PostgreSQL and Redis
-	KEENAUTHD_IDEMPOTENCY_SECRET=$${KEENAUTHD_IDEMPOTENCY_SECRET:-dev-only-secret} $(GO) run ./cmd/keenauthd serve
+	$(GO) build -o bin/keenauthd ./cmd/keenauthd && KEENAUTHD_IDEMPOTENCY_SECRET=$${KEENAUTHD_IDEMPOTENCY_SECRET:-dev-only-secret} exec bin/keenauthd serve
 
 dev: ## run keenauthd dev: the whole product in one process on embedded storage (no PostgreSQL, Redis or federation service)
-	$(GO) run ./cmd/keenauthd dev $(if $(DATA),--data $(DATA))
+	$(GO) build -o bin/keenauthd ./cmd/keenauthd && exec bin/keenauthd dev $(if $(DATA),--data $(DATA))
 
 test: services ## the test suite (race detector on) against the real PostgreSQL and Redis, then the API tests again on the embedded backend of keenauthd dev
 	$(GO) test -race -count=1 -timeout 20m ./...
