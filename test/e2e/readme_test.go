@@ -1,0 +1,155 @@
+package e2e_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// walkthrough returns the shell lines of the README's curl walkthrough: the
+// first sh block of its "## Walkthrough" section.
+func walkthrough(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Walkthrough")
+	if !ok {
+		t.Fatal("README.md has no Walkthrough section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, block, ok := strings.Cut(section, "\n```sh\n")
+	if !ok {
+		t.Fatal("the README's Walkthrough section has no sh block")
+	}
+	block, _, ok = strings.Cut(block, "\n```")
+	if !ok {
+		t.Fatal("the README's walkthrough block is not closed")
+	}
+	return strings.Split(block, "\n")
+}
+
+var exportLine = regexp.MustCompile(`(?m)^export (KEENAUTH_API_URL|KEENAUTH_SECRET_KEY)=(\S+)$`)
+
+// TestREADMEWalkthroughRunsAsWritten runs the README's curl walkthrough
+// with bash against a fresh keenauthd dev: its first two lines (start the
+// server, paste its export lines) are what the test does itself, the rest
+// runs as written. Every answer must be a success, the two applies must
+// apply, and the configuration must end as the walkthrough says.
+func TestREADMEWalkthroughRunsAsWritten(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the README's walkthrough needs %s: %v", tool, err)
+		}
+	}
+	lines := walkthrough(t)
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "go run ./cmd/keenauthd dev &") ||
+		!strings.HasPrefix(lines[1], "export KEENAUTH_API_URL=http://127.0.0.1:8080 KEENAUTH_SECRET_KEY=ksk_…") {
+		t.Fatalf("the walkthrough no longer starts by starting keenauthd dev and pasting its export lines; this test runs the rest:\n%s",
+			strings.Join(lines, "\n"))
+	}
+
+	// keenauthd dev, as the first line starts it (on a free port).
+	cmd := exec.Command(binary, "dev", "--listen", "127.0.0.1:0", "--data", t.TempDir())
+	cmd.Env = append(os.Environ(), "KEENAUTHD_SHUTDOWN_TIMEOUT=5s")
+	n := &node{stdout: &syncBuffer{}, logs: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = n.stdout, n.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start keenauthd dev: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	vars := map[string]string{}
+	n.waitFor(t, exited, "keenauthd dev's export lines", func() bool {
+		for _, m := range exportLine.FindAllStringSubmatch(n.stdout.String(), -1) {
+			vars[m[1]] = m[2]
+		}
+		return len(vars) == 2
+	})
+
+	// The rest, as written, in a directory of its own.
+	dir := t.TempDir()
+	script := filepath.Join(dir, "walkthrough.sh")
+	if err := os.WriteFile(script, []byte(strings.Join(lines[2:], "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("bash", "-euo", "pipefail", script)
+	sh.Dir = dir
+	sh.Env = append(os.Environ(), "KEENAUTH_API_URL="+vars["KEENAUTH_API_URL"], "KEENAUTH_SECRET_KEY="+vars["KEENAUTH_SECRET_KEY"])
+	var stdout, stderr bytes.Buffer
+	sh.Stdout, sh.Stderr = &stdout, &stderr
+	if err := sh.Run(); err != nil {
+		t.Fatalf("the walkthrough: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+
+	// What it printed: plan, apply, plan, apply, the revisions.
+	var answers []map[string]any
+	dec := json.NewDecoder(&stdout)
+	for {
+		var a map[string]any
+		if err := dec.Decode(&a); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("the walkthrough printed something that is not JSON: %v\n%s", err, stdout.String())
+		}
+		if _, problem := a["code"]; problem {
+			t.Fatalf("the walkthrough got a problem: %v", a)
+		}
+		answers = append(answers, a)
+	}
+	if len(answers) != 5 {
+		t.Fatalf("the walkthrough printed %d answers, want 5 (plan, apply, plan, apply, revisions):\n%v", len(answers), answers)
+	}
+	for _, i := range []int{1, 3} {
+		if answers[i]["status"] != "applied" || answers[i]["id"] != answers[i-1]["id"] {
+			t.Errorf("answer %d = %v, want plan %v applied", i, answers[i], answers[i-1]["id"])
+		}
+	}
+	if revs, _ := answers[4]["data"].([]any); len(revs) != 2 {
+		t.Errorf("revisions = %v, want the two applies'", answers[4])
+	}
+
+	// The configuration the walkthrough leaves: the role, no connection.
+	req, _ := http.NewRequest("GET", vars["KEENAUTH_API_URL"]+"/v1/config", nil)
+	req.Header.Set("Authorization", "Bearer "+vars["KEENAUTH_SECRET_KEY"])
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var export struct {
+		Config struct {
+			Roles       map[string]any
+			Connections map[string]any
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&export); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("export: %d %v", resp.StatusCode, err)
+	}
+	if _, ok := export.Config.Roles["support"]; !ok || len(export.Config.Connections) != 0 {
+		t.Errorf("after the walkthrough: roles %v, connections %v; want the role support and no connection",
+			export.Config.Roles, export.Config.Connections)
+	}
+}
