@@ -193,6 +193,10 @@ func (w *codeSniffer) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection (the body's
+// read deadline).
+func (w *codeSniffer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *codeSniffer) WriteString(s string) (int, error) {
 	w.sniff([]byte(s))
 	return w.ResponseWriter.WriteString(s)

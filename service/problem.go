@@ -22,6 +22,7 @@ var codes = map[string]int{
 	"insufficient_permissions":   http.StatusForbidden,
 	"not_found":                  http.StatusNotFound,
 	"method_not_allowed":         http.StatusMethodNotAllowed,
+	"request_timeout":            http.StatusRequestTimeout,
 	"idempotency_key_in_use":     http.StatusConflict,
 	"config_plan_not_applicable": http.StatusConflict,
 	"deletion_not_confirmed":     http.StatusConflict,

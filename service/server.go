@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -16,12 +15,6 @@ import (
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
-)
-
-// Body limits of §2.
-const (
-	planBodyLimit    = 12 << 20
-	defaultBodyLimit = 4 << 20
 )
 
 // Deps are what the HTTP layer is built on.
@@ -45,11 +38,18 @@ type Deps struct {
 	Metrics http.Handler
 	// Hooks observe requests, idempotency and admission (metrics).
 	Hooks Hooks
+	// HTTP are the timeouts of the server, which must be configured with
+	// the same (HTTPLimits.Configure); zero values mean the defaults.
+	HTTP HTTPLimits
+	// Bodies is the budget of large request bodies (nil: the default).
+	Bodies *BodyBudget
 }
 
 // Server is the HTTP API.
 type Server struct {
-	d Deps
+	d      Deps
+	limits HTTPLimits
+	bodies *BodyBudget
 }
 
 // New builds the router.
@@ -60,7 +60,10 @@ func New(d Deps) *gin.Engine {
 	if d.IdempotencyLease <= 0 {
 		d.IdempotencyLease = 2 * time.Minute
 	}
-	s := &Server{d: d}
+	s := &Server{d: d, limits: d.HTTP.WithDefaults(), bodies: d.Bodies}
+	if s.bodies == nil {
+		s.bodies = NewBodyBudget(0, 0)
+	}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
@@ -69,7 +72,7 @@ func New(d Deps) *gin.Engine {
 	// Request-Id or Cache-Control, and would turn a POST into a 307.
 	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
-	r.Use(s.requestID, s.observe, s.recover, s.refuseWhileDraining)
+	r.Use(s.requestID, s.observe, s.recover, s.holdBody, s.refuseWhileDraining)
 	r.NoRoute(func(c *gin.Context) {
 		noStoreV1(c)
 		s.write(c, problemResponse(&plans.Error{Code: "not_found", Detail: "no such path"}, requestID(c)))
@@ -146,7 +149,11 @@ func noStoreV1(c *gin.Context) {
 }
 
 // write sends a response; errors that are not the contract's are logged.
+// An answer given before the body was read closes the connection.
 func (s *Server) write(c *gin.Context, r response) {
+	if bodyUnread(c) {
+		c.Writer.Header().Set("Connection", "close")
+	}
 	for k, vs := range r.header {
 		for _, v := range vs {
 			c.Writer.Header().Add(k, v)
@@ -210,22 +217,6 @@ func (s *Server) internalAuth(c *gin.Context) {
 		return
 	}
 	c.Next()
-}
-
-// readBody reads the request body up to limit bytes.
-func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, &plans.Error{Code: "request_too_large", Detail: "the request body is over " + strconv.FormatInt(limit>>20, 10) + " MiB"}
-	}
-	if err != nil {
-		return nil, &plans.Error{Code: "malformed_request", Detail: "the request body could not be read"}
-	}
-	if err := plans.CheckText(body); err != nil {
-		return nil, err
-	}
-	return body, nil
 }
 
 // listParams reads ?limit=1..100 (default 20) and ?cursor=.

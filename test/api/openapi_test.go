@@ -386,7 +386,7 @@ func TestOpenAPIDescribesTheAnswersOfADrainingServer(t *testing.T) {
 // httpStatusNames are the net/http constants service/problem.go maps codes to.
 var httpStatusNames = map[string]int{
 	"StatusBadRequest": 400, "StatusUnauthorized": 401, "StatusForbidden": 403, "StatusNotFound": 404,
-	"StatusMethodNotAllowed": 405, "StatusConflict": 409, "StatusGone": 410, "StatusRequestEntityTooLarge": 413,
+	"StatusMethodNotAllowed": 405, "StatusRequestTimeout": 408, "StatusConflict": 409, "StatusGone": 410, "StatusRequestEntityTooLarge": 413,
 	"StatusUnprocessableEntity": 422, "StatusTooManyRequests": 429, "StatusInternalServerError": 500,
 	"StatusNotImplemented": 501, "StatusServiceUnavailable": 503,
 }
