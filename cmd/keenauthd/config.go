@@ -27,6 +27,15 @@ type config struct {
 	ShutdownTimeout   time.Duration
 	LogLevel          slog.Level
 	DebugListen       string
+	// The HTTP server's timeouts and body budget (service.HTTPLimits,
+	// service.NewBodyBudget).
+	ReadHeaderTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	BodyMinRateKiB    int
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	BodyBudgetMiB     int
+	BodyBudgetWait    time.Duration
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -73,6 +82,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.PlanTTL = dur("KEENAUTHD_PLAN_TTL", 24*time.Hour)
 	c.ApplyLease = dur("KEENAUTHD_APPLY_LEASE", 60*time.Second)
 	c.ShutdownTimeout = dur("KEENAUTHD_SHUTDOWN_TIMEOUT", 30*time.Second)
+	c.ReadHeaderTimeout = dur("KEENAUTHD_READ_HEADER_TIMEOUT", 10*time.Second)
+	c.BodyReadTimeout = dur("KEENAUTHD_BODY_READ_TIMEOUT", 10*time.Second)
+	c.BodyMinRateKiB = num("KEENAUTHD_BODY_MIN_RATE_KIB", 128)
+	c.WriteTimeout = dur("KEENAUTHD_WRITE_TIMEOUT", 5*time.Minute)
+	c.IdleTimeout = dur("KEENAUTHD_IDLE_TIMEOUT", 120*time.Second)
+	c.BodyBudgetMiB = num("KEENAUTHD_BODY_BUDGET_MIB", 64)
+	c.BodyBudgetWait = dur("KEENAUTHD_BODY_BUDGET_WAIT", time.Second)
 	if v := getenv("KEENAUTHD_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Sprintf("KEENAUTHD_LOG_LEVEL=%q is not debug, info, warn or error", v))

@@ -147,6 +147,8 @@ func devServe(ctx context.Context, cfg config, ln net.Listener, svc *plans.Servi
 		Draining: draining.Load,
 		Metrics:  m.Handler(),
 		Hooks:    m.Service(),
+		HTTP:     httpLimits(cfg),
+		Bodies:   bodyBudget(cfg),
 	})
 	running := &inflight{next: handler, draining: &draining}
 	printDevBanner(stdout, banner)

@@ -265,6 +265,8 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 		Draining: draining.Load,
 		Metrics:  m.Handler(),
 		Hooks:    m.Service(),
+		HTTP:     httpLimits(cfg),
+		Bodies:   bodyBudget(cfg),
 	})
 	running := &inflight{next: handler, draining: &draining}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -280,7 +282,8 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 // debug endpoints beside it, then drains: the part serve and dev share.
 func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflight, draining *atomic.Bool, svc *plans.Service,
 	metrics http.Handler, log *slog.Logger) error {
-	srv := &http.Server{Handler: running, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: running}
+	httpLimits(cfg).Configure(srv)
 
 	// Background work stops, and is waited for, before the pools close.
 	bgCtx, stopBackground := context.WithCancel(ctx)
@@ -307,6 +310,19 @@ func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflig
 	case <-ctx.Done():
 	}
 	return drain(ctx, srv, running, draining, cfg.ShutdownTimeout, log)
+}
+
+// httpLimits are the HTTP server's timeouts of cfg: runServer configures
+// the server with them, and the handler (service.Deps.HTTP) bounds the
+// bodies it reads with the same.
+func httpLimits(cfg config) service.HTTPLimits {
+	return service.HTTPLimits{ReadHeaderTimeout: cfg.ReadHeaderTimeout, BodyReadTimeout: cfg.BodyReadTimeout,
+		BodyMinRate: int64(cfg.BodyMinRateKiB) << 10, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}
+}
+
+// bodyBudget is the budget of large request bodies of cfg.
+func bodyBudget(cfg config) *service.BodyBudget {
+	return service.NewBodyBudget(int64(cfg.BodyBudgetMiB)<<20, cfg.BodyBudgetWait)
 }
 
 // cutOffGrace is how long the requests cut off by a shutdown timeout have to
