@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/keenauth/configplans/plans/displayname"
 )
 
 // The typed specs of §4. Every member is a pointer or a slice so that an
@@ -20,7 +22,7 @@ import (
 
 type environmentSettingsSpec struct {
 	DefaultLocale            *string `json:"default_locale" validate:"required,max=35,bcp47"`
-	DisplayName              *string `json:"display_name" validate:"required,min=1,max=128"`
+	DisplayName              *string `json:"display_name" validate:"required,min=1,max=128,visible"`
 	IdleSessionLifetimeHours *int    `json:"idle_session_lifetime_hours,omitempty" validate:"omitempty,min=1,max=8760"`
 	SessionLifetimeHours     *int    `json:"session_lifetime_hours" validate:"required,min=1,max=8760"`
 }
@@ -74,7 +76,7 @@ const (
 type connectionSpec struct {
 	Active      *bool         `json:"active" validate:"required"`
 	Database    *databaseSpec `json:"database,omitempty"`
-	DisplayName *string       `json:"display_name" validate:"required,min=1,max=128"`
+	DisplayName *string       `json:"display_name" validate:"required,min=1,max=128,visible"`
 	OIDC        *oidcSpec     `json:"oidc,omitempty" nullable:"true"`
 	Social      *socialSpec   `json:"social,omitempty"`
 	Type        *string       `json:"type" validate:"required,oneof=database social enterprise"`
@@ -131,7 +133,7 @@ func (c connectionSpec) MarshalJSON() ([]byte, error) {
 }
 
 type apiSpec struct {
-	DisplayName          *string        `json:"display_name" validate:"required,min=1,max=128"`
+	DisplayName          *string        `json:"display_name" validate:"required,min=1,max=128,visible"`
 	Identifier           *string        `json:"identifier" validate:"required,min=1,max=256,abs_uri"`
 	Scopes               []apiScopeSpec `json:"scopes" validate:"dive"`
 	TokenLifetimeSeconds *int           `json:"token_lifetime_seconds" validate:"required,min=60,max=86400"`
@@ -144,7 +146,7 @@ type apiScopeSpec struct {
 
 type roleSpec struct {
 	Description *string          `json:"description,omitempty" validate:"omitempty,max=256"`
-	DisplayName *string          `json:"display_name" validate:"required,min=1,max=128"`
+	DisplayName *string          `json:"display_name" validate:"required,min=1,max=128,visible"`
 	Permissions []permissionSpec `json:"permissions" validate:"dive"`
 }
 
@@ -157,7 +159,7 @@ type applicationSpec struct {
 	APIGrants    []apiGrantSpec `json:"api_grants" validate:"dive"`
 	CallbackURLs []string       `json:"callback_urls" validate:"max=100,dive,max=2048,callback_url"`
 	Connections  []string       `json:"connections" validate:"dive,rkey"`
-	DisplayName  *string        `json:"display_name" validate:"required,min=1,max=128"`
+	DisplayName  *string        `json:"display_name" validate:"required,min=1,max=128,visible"`
 	Type         *string        `json:"type" validate:"required,oneof=spa regular_web native machine_to_machine"`
 }
 
@@ -374,10 +376,16 @@ func canonicalJSON(v any) json.RawMessage {
 }
 
 // DefaultSingletons returns the canonical specs a new environment starts
-// with (§4). The environment name becomes the display name, cut to its first
-// 128 characters; an empty name becomes "Default".
+// with (§4). The environment name becomes the display name, without the
+// invisible characters a display name may not hold and cut to its first 128
+// characters; an empty name becomes "Default".
 func DefaultSingletons(envName string) map[Kind]json.RawMessage {
-	name := strings.TrimSpace(envName)
+	name := strings.TrimSpace(strings.Map(func(r rune) rune {
+		if _, bad := displayname.Invisible(string(r)); bad {
+			return -1
+		}
+		return r
+	}, envName))
 	if utf8.RuneCountInString(name) > 128 {
 		name = string([]rune(name)[:128])
 	}

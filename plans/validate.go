@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/keenauth/configplans/plans/displayname"
 )
 
 // Problem codes of the field problems that decoding and validation report.
@@ -19,7 +21,8 @@ import (
 //   - unknown_field: an unknown document key or spec member (a 400 problem).
 //   - required: a required member is absent.
 //   - invalid: a value of the right type and size that is not well formed
-//     (a key, a URL, a colour, a language tag, a scope, a host pattern).
+//     (a key, a URL, a colour, a language tag, a scope, a host pattern, a
+//     display name holding an invisible or control character).
 //   - too_short, too_long: a string or a list below its minimum or above its
 //     maximum length.
 //   - out_of_range: a number outside its bounds, or above another member it
@@ -78,6 +81,7 @@ func newSpecValidator() *validator.Validate {
 		"abs_uri":      isAbsoluteURI,
 		"scope_token":  isScopeToken,
 		"callback_url": isCallbackURL,
+		"visible":      isVisibleText,
 	}
 	for tag, ok := range custom {
 		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool {
@@ -131,6 +135,14 @@ func isAbsoluteURI(s string) bool {
 	}
 	u, err := url.Parse(s)
 	return err == nil && u.Scheme != "" && (u.Host != "" || u.Opaque != "" || u.Path != "")
+}
+
+// isVisibleText refuses a display name holding an invisible format
+// character (Cf) or a control character (Cc) (§13): "Main" and
+// "Main\u200b" read the same.
+func isVisibleText(s string) bool {
+	_, bad := displayname.Invisible(s)
+	return !bad
 }
 
 // isScopeToken is the scope-token of RFC 6749 §3.3: printable ASCII except
@@ -243,6 +255,9 @@ func problemDetail(fe validator.FieldError) string {
 		return fmt.Sprintf("%s must be printable ASCII without spaces, quotes or backslashes.", f)
 	case "callback_url":
 		return fmt.Sprintf("%s must be an https URL, or an http URL on localhost, without a fragment.", f)
+	case "visible":
+		r, _ := displayname.Invisible(fmt.Sprint(fe.Value()))
+		return fmt.Sprintf("%s must not hold an invisible format or control character (it holds %U).", f, r)
 	}
 	return fmt.Sprintf("%s is not valid.", f)
 }

@@ -3,6 +3,7 @@ package plans
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -293,4 +294,53 @@ func TestNamespacePointer(t *testing.T) {
 			t.Errorf("namespacePointer(%q) = %q, want %q", ns, got, want)
 		}
 	}
+}
+
+func TestDisplayNameWithAnInvisibleOrControlCharacterIsInvalid(t *testing.T) {
+	t.Parallel()
+	kinds := []Kind{KindEnvironmentSettings, KindConnection, KindAPI, KindRole, KindApplication}
+	for _, kind := range kinds {
+		for _, name := range []string{"Main\u200b", "\ufeffMain", "Ma\u202ein", "Ma\u00adin", "Main\n", "Ma\tin", "Main\u007f"} {
+			spec := edit(t, kind, "/display_name", mustJSONString(name))
+			e := badRequestOf(t, func() error { _, err := NormalizeSpec(kind, spec); return err }())
+			if diff := cmp.Diff([]problem{{"/display_name", "invalid"}}, problemsOf(t, e.Errors)); diff != "" {
+				t.Errorf("%s %q (-want +got):\n%s", kind, name, diff)
+			}
+		}
+		for _, name := range []string{"Main DB", "Caf\u00e9", "Cafe\u0301", "東京"} {
+			if _, err := NormalizeSpec(kind, edit(t, kind, "/display_name", mustJSONString(name))); err != nil {
+				t.Errorf("%s %q: %v", kind, name, err)
+			}
+		}
+	}
+	// The one kind with a display_name that is not in this list would be a
+	// kind whose names escape the rule.
+	for _, info := range Kinds {
+		s, _ := newSpec(info.Kind)
+		if _, has := jsonFields(specType(s))["display_name"]; has && !slices.Contains(kinds, info.Kind) {
+			t.Errorf("%s has a display_name this test does not check", info.Kind)
+		}
+	}
+}
+
+func TestDefaultSingletonsDropInvisibleCharactersOfTheEnvironmentName(t *testing.T) {
+	t.Parallel()
+	spec := DefaultSingletons("\u200bShop\u202e\n")[KindEnvironmentSettings]
+	if _, err := NormalizeSpec(KindEnvironmentSettings, spec); err != nil {
+		t.Fatalf("the default environment_settings are not valid: %v", err)
+	}
+	var s struct {
+		DisplayName string `json:"display_name"`
+	}
+	if err := json.Unmarshal(spec, &s); err != nil || s.DisplayName != "Shop" {
+		t.Fatalf("display_name = %q (%v), want Shop", s.DisplayName, err)
+	}
+}
+
+func mustJSONString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
