@@ -5,12 +5,15 @@ package migrations
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/plans/displayname"
 )
 
 //go:embed postgres/*.sql
@@ -19,10 +22,17 @@ var postgresFiles embed.FS
 //go:embed sqlite/*.sql
 var sqliteFiles embed.FS
 
-// Migration is one numbered SQL file.
+// Migration is one numbered SQL file and, for the few that need what SQL
+// cannot compute, a step in Go run after it in the same transaction.
 type Migration struct {
 	Version string
 	SQL     string
+	Go      func(tx *gorm.DB) error
+}
+
+// goSteps are the steps in Go, by version; the same for both dialects.
+var goSteps = map[string]func(tx *gorm.DB) error{
+	"0004_display_name_keys": backfillDisplayNameKeys,
 }
 
 // Postgres returns the PostgreSQL migrations in order.
@@ -46,7 +56,8 @@ func load(fsys fs.FS, dir string) ([]Migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Migration{Version: strings.TrimSuffix(e.Name(), ".sql"), SQL: string(b)})
+		v := strings.TrimSuffix(e.Name(), ".sql")
+		out = append(out, Migration{Version: v, SQL: string(b), Go: goSteps[v]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
@@ -113,6 +124,11 @@ func apply(conn *gorm.DB, ms []Migration, appliedAtType string) ([]string, error
 			if err := tx.Exec(m.SQL).Error; err != nil {
 				return err
 			}
+			if m.Go != nil {
+				if err := m.Go(tx); err != nil {
+					return err
+				}
+			}
 			return tx.Exec("INSERT INTO schema_migrations (version) VALUES (?)", m.Version).Error
 		})
 		if err != nil {
@@ -121,4 +137,55 @@ func apply(conn *gorm.DB, ms []Migration, appliedAtType string) ([]string, error
 		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// backfillBatch is how many rows a backfill reads at a time.
+const backfillBatch = 500
+
+// backfillDisplayNameKeys writes the folded display_name_key of the
+// connections and roles written before migration 0004, which the service
+// writes itself from then on. It runs once, in the migration's transaction,
+// so that no lookup ever has to fold a stored name: the service's lookup
+// still reads a row whose key is NULL (one written by a replica of the
+// previous release during a rolling upgrade), so a row this step did not
+// see is found all the same, only without the index's help.
+func backfillDisplayNameKeys(tx *gorm.DB) error {
+	type row struct {
+		EnvironmentID string
+		Kind          string
+		Key           string
+		Spec          string
+	}
+	var last *row
+	for {
+		q := tx.Table("resources").Select("environment_id, kind, key, spec").
+			Where("kind IN ('connection', 'role') AND display_name_key IS NULL")
+		if last != nil {
+			q = q.Where("(environment_id, kind, key) > (?, ?, ?)", last.EnvironmentID, last.Kind, last.Key)
+		}
+		var rows []row
+		if err := q.Order("environment_id, kind, key").Limit(backfillBatch).Scan(&rows).Error; err != nil {
+			return fmt.Errorf("backfill display_name_key: %w", err)
+		}
+		for _, r := range rows {
+			var spec struct {
+				DisplayName string `json:"display_name"`
+			}
+			if err := json.Unmarshal([]byte(r.Spec), &spec); err != nil {
+				return fmt.Errorf("backfill display_name_key of %s/%s in %s: %w", r.Kind, r.Key, r.EnvironmentID, err)
+			}
+			if spec.DisplayName == "" {
+				continue
+			}
+			err := tx.Exec("UPDATE resources SET display_name_key = ? WHERE environment_id = ? AND kind = ? AND key = ?",
+				displayname.Key(spec.DisplayName), r.EnvironmentID, r.Kind, r.Key).Error
+			if err != nil {
+				return fmt.Errorf("backfill display_name_key: %w", err)
+			}
+		}
+		if len(rows) < backfillBatch {
+			return nil
+		}
+		last = &rows[len(rows)-1]
+	}
 }

@@ -2,12 +2,17 @@ package migrations_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm"
 
 	"github.com/keenauth/configplans/migrations"
+	"github.com/keenauth/configplans/plans/displayname"
 	"github.com/keenauth/configplans/test/testdb"
 )
 
@@ -146,5 +151,97 @@ func TestUpSQLiteRefusesAPostgresDatabase(t *testing.T) {
 	_, err := migrations.UpSQLite(context.Background(), testdb.New(t).DB)
 	if err == nil {
 		t.Fatal("UpSQLite ran on PostgreSQL")
+	}
+}
+
+// undoDisplayNameKeys takes a migrated database back to before migration
+// 0004, as a database of the previous release is.
+func undoDisplayNameKeys(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	expr := "(spec->>'display_name')"
+	if db.Dialector.Name() == "sqlite" {
+		expr = "json_extract(spec, '$.display_name')"
+	}
+	for _, stmt := range []string{
+		"DROP INDEX resources_display_name_key",
+		"ALTER TABLE resources DROP COLUMN display_name_key",
+		"CREATE INDEX resources_display_name ON resources (environment_id, kind, " + expr + ")",
+		"DELETE FROM schema_migrations WHERE version = '0004_display_name_keys'",
+	} {
+		if err := db.Exec(stmt).Error; err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
+
+func TestMigrationFillsTheDisplayNameKeyOfRowsWrittenBefore(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"postgres", "sqlite"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			var db *gorm.DB
+			up := migrations.Up
+			if backend == "sqlite" {
+				db, up = testdb.NewSQLite(t).DB, migrations.UpSQLite
+			} else {
+				db = testdb.New(t).DB
+			}
+			undoDisplayNameKeys(t, db)
+			now := time.Now().UTC()
+			rows := map[string]string{ // kind/key → display name
+				"connection/main-db": "Cafe\u0301 MAIN",
+				"role/admin":         "Stra\u00dfe",
+				"api/orders":         "Orders",
+				"application/portal": "Portal",
+			}
+			// More than one batch of connections.
+			for i := range 1203 {
+				rows[fmt.Sprintf("connection/c-%04d", i)] = fmt.Sprintf("Conn %d", i)
+			}
+			err := db.Transaction(func(tx *gorm.DB) error {
+				if err := tx.Exec("INSERT INTO environments (id, name, generation, created_at) VALUES ('env_1', 'Shop', 0, ?)", now).Error; err != nil {
+					return err
+				}
+				for ref, name := range rows {
+					kind, key, _ := strings.Cut(ref, "/")
+					spec, _ := json.Marshal(map[string]string{"display_name": name})
+					if err := tx.Exec(`INSERT INTO resources (environment_id, kind, key, resource_id, version, spec, created_at, updated_at)
+						VALUES ('env_1', ?, ?, '', 1, ?, ?, ?)`, kind, key, string(spec), now, now).Error; err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			applied, err := up(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"0004_display_name_keys"}, applied); diff != "" {
+				t.Fatalf("applied (-want +got):\n%s", diff)
+			}
+			var got []struct {
+				Kind, Key      string
+				DisplayNameKey *string
+			}
+			if err := db.Raw("SELECT kind, key, display_name_key FROM resources WHERE environment_id = 'env_1'").Scan(&got).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(rows) {
+				t.Fatalf("%d rows, want %d", len(got), len(rows))
+			}
+			for _, r := range got {
+				var want *string
+				if r.Kind == "connection" || r.Kind == "role" {
+					k := displayname.Key(rows[r.Kind+"/"+r.Key])
+					want = &k
+				}
+				if diff := cmp.Diff(want, r.DisplayNameKey); diff != "" {
+					t.Errorf("%s/%s: display_name_key (-want +got):\n%s", r.Kind, r.Key, diff)
+				}
+			}
+		})
 	}
 }
