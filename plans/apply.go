@@ -436,7 +436,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	// unique values of a kind are indexed once, in key order: scanning the
 	// kind for every change made an apply quadratic in its size.
 	var dups []FieldError
-	holders := map[Kind]map[UniqueValue][]string{}
+	holders := map[Kind]map[uniqueKey][]string{}
 	for i, c := range p.Changes {
 		if c.Action != ActionCreate && c.Action != ActionUpdate {
 			continue
@@ -445,7 +445,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 			if holders[c.Kind] == nil {
 				holders[c.Kind] = post.uniqueHolders(c.Kind)
 			}
-			for _, other := range holders[c.Kind][u] {
+			for _, other := range holders[c.Kind][u.compared()] {
 				if other != c.Key {
 					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: "duplicate",
 						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
@@ -642,10 +642,11 @@ func (s *Service) write(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, cur 
 				out.connIDs[c.Key] = id
 			}
 			creates = append(creates, Resource{EnvironmentID: a.EnvironmentID, Kind: c.Kind, Key: c.Key, ResourceID: id,
-				Version: 1, Spec: JSON(c.Spec), CreatedAt: now, UpdatedAt: now})
+				Version: 1, Spec: JSON(c.Spec), DisplayNameKey: displayNameKey(c.Kind, c.Spec), CreatedAt: now, UpdatedAt: now})
 		case ActionUpdate:
 			res := tx.Model(&Resource{}).Where("environment_id = ? AND kind = ? AND key = ? AND version = ?", a.EnvironmentID, c.Kind, c.Key, r.Version).
-				Updates(map[string]any{"spec": JSON(c.Spec), "version": r.Version + 1, "updated_at": now})
+				Updates(map[string]any{"spec": JSON(c.Spec), "display_name_key": displayNameKey(c.Kind, c.Spec),
+					"version": r.Version + 1, "updated_at": now})
 			if res.Error != nil {
 				return res.Error
 			}
@@ -732,12 +733,15 @@ func (s *Service) untestedConnections(ctx context.Context, tx *gorm.DB, envID st
 }
 
 // uniqueHolders maps every unique value of the resources of kind k in the
-// post-plan state to the keys that hold it, in key order.
-func (p *postState) uniqueHolders(k Kind) map[UniqueValue][]string {
-	out := map[UniqueValue][]string{}
+// post-plan state, as UniqueValue.Key compares them, to the keys that hold
+// it, in key order. The key is computed from each spec, not read from
+// display_name_key, so that a row whose stored key is missing compares all
+// the same.
+func (p *postState) uniqueHolders(k Kind) map[uniqueKey][]string {
+	out := map[uniqueKey][]string{}
 	p.each(k, func(key string, spec json.RawMessage) {
 		for _, u := range UniqueValues(k, spec) {
-			out[u] = append(out[u], key)
+			out[u.compared()] = append(out[u.compared()], key)
 		}
 	})
 	return out

@@ -158,16 +158,17 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 }
 
 // duplicateValueProblems reports every resource whose unique value an
-// earlier resource of the same kind (in key order) already holds.
+// earlier resource of the same kind (in key order) already holds, as
+// UniqueValue.Key compares them (a display name folded).
 func duplicateValueProblems(doc *Document, pointers map[Kind]map[string]string) []FieldError {
 	var out []FieldError
 	for _, kind := range doc.Types {
-		holders := map[UniqueValue]string{}
+		holders := map[uniqueKey]string{}
 		for _, e := range doc.Entries[kind] {
 			for _, uv := range UniqueValues(kind, e.Spec) {
-				first, taken := holders[uv]
+				first, taken := holders[uv.compared()]
 				if !taken {
-					holders[uv] = e.Key
+					holders[uv.compared()] = e.Key
 					continue
 				}
 				out = append(out, FieldError{

@@ -218,8 +218,14 @@ func TestDecodeDocumentProblems(t *testing.T) {
 		{"duplicate connection names and api identifiers", `{"connections": {"x": ` + conn("Main") + `, "y": ` + conn("Main") + `},
 			"apis": {"p": ` + api("https://a.example") + `, "q": ` + api("https://a.example") + `, "r": ` + api("https://b.example") + `}}`,
 			[]problem{{"/config/apis/q/identifier", "duplicate"}, {"/config/connections/y/display_name", "duplicate"}}},
-		{"same name across kinds is fine; case matters", `{"roles": {"a": ` + role("Main") + `, "b": ` + role("main") + `},
+		{"same name across kinds is fine", `{"roles": {"a": ` + role("Main") + `},
 			"connections": {"a": ` + conn("Main") + `}}`, nil},
+		{"display names compared folded", `{"roles": {"a": ` + role("Main") + `, "b": ` + role("MAIN") + `, "c": ` + role("main") + `},
+			"connections": {"x": ` + conn("Caf\u00e9") + `, "y": ` + conn("CAFE\u0301") + `, "z": ` + conn("Stra\u00dfe") + `,
+			"zz": ` + conn("STRASSE") + `}}`, []problem{
+			{"/config/connections/y/display_name", "duplicate"}, {"/config/connections/zz/display_name", "duplicate"},
+			{"/config/roles/b/display_name", "duplicate"}, {"/config/roles/c/display_name", "duplicate"}}},
+		{"api identifiers compared byte for byte", `{"apis": {"p": ` + api("https://a.example/Orders") + `, "q": ` + api("https://a.example/orders") + `}}`, nil},
 		{"every problem of every resource", `{
 			"roles": {"a": {"display_name": "", "permissions": [{"api": "Orders", "scope": "s"}]}},
 			"connections": {"c": {"type": "enterprise", "display_name": "C", "active": true,
@@ -460,9 +466,12 @@ func TestAPIScopesAndUniqueValues(t *testing.T) {
 		spec string
 		want []UniqueValue
 	}{
-		{KindAPI, string(api), []UniqueValue{{"identifier", "https://o.example"}}},
-		{KindConnection, `{"display_name":"Main","type":"social"}`, []UniqueValue{{"display_name", "Main"}}},
-		{KindRole, `{"display_name":"Admin"}`, []UniqueValue{{"display_name", "Admin"}}},
+		{KindAPI, string(api), []UniqueValue{{"identifier", "https://o.example", "https://o.example"}}},
+		// An identifier is compared byte for byte, a display name folded.
+		{KindAPI, `{"identifier":"https://O.example/Orders"}`, []UniqueValue{{"identifier", "https://O.example/Orders", "https://O.example/Orders"}}},
+		{KindConnection, `{"display_name":"Main","type":"social"}`, []UniqueValue{{"display_name", "Main", "main"}}},
+		{KindConnection, `{"display_name":"CAFE\u0301"}`, []UniqueValue{{"display_name", "CAFE\u0301", "caf\u00e9"}}},
+		{KindRole, `{"display_name":"Admin"}`, []UniqueValue{{"display_name", "Admin", "admin"}}},
 		{KindApplication, `{"display_name":"P"}`, nil},
 		{KindRole, `{"description":"no name"}`, nil},
 		{KindRole, `null`, nil},

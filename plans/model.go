@@ -32,8 +32,13 @@ type Resource struct {
 	ResourceID    string
 	Version       int
 	Spec          JSON
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// DisplayNameKey is the folded display name of a connection or a role,
+	// under which it is unique (displayname.Key); nil for other kinds. It
+	// is written with the spec, so that the holders of a name are looked
+	// up on an index.
+	DisplayNameKey *string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // TypeState holds the generation of one kind of an environment: the

@@ -17,7 +17,7 @@ import (
 type need struct {
 	keys    map[Kind]map[string]bool
 	full    map[Kind]bool
-	uniques map[Kind]map[string]map[string]bool // kind → field → values
+	uniques map[Kind]map[string]map[string]bool // kind → field → UniqueValue.Key
 }
 
 func newNeed() *need {
@@ -53,22 +53,24 @@ func (n *need) resource(k Kind, key string, spec json.RawMessage) {
 		if n.uniques[k][u.Field] == nil {
 			n.uniques[k][u.Field] = map[string]bool{}
 		}
-		n.uniques[k][u.Field][u.Value] = true
+		n.uniques[k][u.Field][u.Key] = true
 	}
 }
 
-// uniqueColumn is the SQL expression of a unique field of a spec; the
-// fields come from a fixed set, never from a request.
+// uniqueColumn is the SQL expression, indexed, that holds UniqueValue.Key
+// of a unique field of a spec: the stored folded display name, the
+// identifier itself. The fields come from a fixed set, never from a request.
 func uniqueColumn(db *gorm.DB, field string) (string, error) {
 	switch field {
-	case "display_name", "identifier":
-	default:
-		return "", fmt.Errorf("no unique field %q", field)
+	case "display_name":
+		return "display_name_key", nil
+	case "identifier":
+		if isSQLite(db) {
+			return "json_extract(spec, '$.identifier')", nil
+		}
+		return "(spec->>'identifier')", nil
 	}
-	if isSQLite(db) {
-		return "json_extract(spec, '$." + field + "')", nil
-	}
-	return "(spec->>'" + field + "')", nil
+	return "", fmt.Errorf("no unique field %q", field)
 }
 
 // loadBatch is how many keys or values one query names.
@@ -140,6 +142,19 @@ func (n *need) load(ctx context.Context, tx *gorm.DB, envID string, canonicalize
 				values = values[len(batch):]
 				var rows []Resource
 				err := tx.WithContext(ctx).Where("environment_id = ? AND kind = ? AND "+col+" IN ?", envID, k, batch).Find(&rows).Error
+				if err != nil {
+					return nil, interpretError(err)
+				}
+				add(rows)
+			}
+			if field == "display_name" {
+				// A row without its key (written by a replica of the release
+				// before migration 0004, during a rolling upgrade, after the
+				// migrator's backfill) may hold any name: it is read too, and
+				// compared on the key computed from its spec. There are none
+				// once every replica writes the key.
+				var rows []Resource
+				err := tx.WithContext(ctx).Where("environment_id = ? AND kind = ? AND display_name_key IS NULL", envID, k).Find(&rows).Error
 				if err != nil {
 					return nil, interpretError(err)
 				}

@@ -358,7 +358,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 
 	// The holders of the unique values of a kind, indexed once (by
 	// post.uniqueHolders) rather than scanned for every entry.
-	holders := map[Kind]map[UniqueValue][]string{}
+	holders := map[Kind]map[uniqueKey][]string{}
 	for i, e := range entries {
 		c := Change{Kind: e.kind, Key: e.key, Spec: e.spec}
 		r := cur.get(e.kind, e.key)
@@ -493,8 +493,8 @@ func (s *Service) planSecret(c *Change, r *Resource, material map[string]string)
 
 // uniqueHolder names a resource outside the document that holds u after
 // the plan, or "": the first in key order of holders, the index of kind k.
-func uniqueHolder(holders map[UniqueValue][]string, k Kind, key string, u UniqueValue, inDoc map[string]bool) string {
-	for _, other := range holders[u] {
+func uniqueHolder(holders map[uniqueKey][]string, k Kind, key string, u UniqueValue, inDoc map[string]bool) string {
+	for _, other := range holders[u.compared()] {
 		if other != key && !inDoc[resourceRef(k, other)] {
 			return resourceRef(k, other)
 		}

@@ -488,10 +488,30 @@ func APIScopes(raw json.RawMessage) []string {
 }
 
 // UniqueValue is a value that must be unique among the resources of one kind
-// in an environment. Values are compared exactly (case-sensitive).
+// in an environment. Two values are the same when their Field and Key are.
 type UniqueValue struct {
 	Field string // "display_name" or "identifier", also the spec member
-	Value string
+	Value string // as the spec holds it
+	// Key is what is compared (§13): a display name folded (NFC and case
+	// folding, so "Main" and "MAIN" collide), an identifier as it is, byte
+	// for byte.
+	Key string
+}
+
+// uniqueKey is the part of a UniqueValue that two values are compared on.
+type uniqueKey struct{ Field, Key string }
+
+func (u UniqueValue) compared() uniqueKey { return uniqueKey{u.Field, u.Key} }
+
+// displayNameKey is the stored display_name_key of a spec of kind k: its
+// folded display name when the display name of k is unique, else nil.
+func displayNameKey(k Kind, spec json.RawMessage) *string {
+	for _, u := range UniqueValues(k, spec) {
+		if u.Field == "display_name" {
+			return &u.Key
+		}
+	}
+	return nil
 }
 
 // UniqueValues returns the unique values of a spec: a connection's or a
@@ -524,5 +544,9 @@ func UniqueValues(kind Kind, raw json.RawMessage) []UniqueValue {
 	if json.Unmarshal(value, &v) != nil || v == "" {
 		return nil
 	}
-	return []UniqueValue{{Field: field, Value: v}}
+	key := v
+	if field == "display_name" {
+		key = displayname.Key(v)
+	}
+	return []UniqueValue{{Field: field, Value: v, Key: key}}
 }
