@@ -245,3 +245,71 @@ func TestMigrationFillsTheDisplayNameKeyOfRowsWrittenBefore(t *testing.T) {
 		})
 	}
 }
+
+func TestMigrationFillsTheTypeSetOfPlansWrittenBefore(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"postgres", "sqlite"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			var db *gorm.DB
+			up := migrations.Up
+			if backend == "sqlite" {
+				db, up = testdb.NewSQLite(t).DB, migrations.UpSQLite
+			} else {
+				db = testdb.New(t).DB
+			}
+			for _, stmt := range []string{
+				"DROP INDEX config_plans_type_set",
+				"ALTER TABLE config_plans DROP COLUMN type_set",
+				"DELETE FROM schema_migrations WHERE version = '0005_plan_type_sets'",
+			} {
+				if err := db.Exec(stmt).Error; err != nil {
+					t.Fatalf("%s: %v", stmt, err)
+				}
+			}
+			now := time.Now().UTC()
+			if err := db.Exec("INSERT INTO environments (id, name, generation, created_at) VALUES ('env_1', 'Shop', 0, ?)", now).Error; err != nil {
+				t.Fatal(err)
+			}
+			// Bytewise order: application before application_branding, as
+			// Go sorts the kinds the service writes.
+			want := map[string]string{
+				"cfgp_1": "api,application,application_branding,role",
+				"cfgp_2": "connection",
+				"cfgp_3": "",
+			}
+			types := map[string]string{
+				"cfgp_1": `["role", "application_branding", "application", "api"]`,
+				"cfgp_2": `["connection"]`,
+				"cfgp_3": `[]`,
+			}
+			for id, ts := range types {
+				err := db.Exec(`INSERT INTO config_plans (environment_id, id, status, prune, types, referencing_types, changes, warnings,
+					required_secrets, requires_sp_host, summary, versions, fingerprints, created_at, expires_at, created_by)
+					VALUES ('env_1', ?, 'planned', false, ?, '[]', '[]', '[]', '[]', false, '{}', '{}', '{}', ?, ?, 'key_1')`,
+					id, ts, now, now).Error
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			applied, err := up(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"0005_plan_type_sets"}, applied); diff != "" {
+				t.Fatalf("applied (-want +got):\n%s", diff)
+			}
+			var rows []struct{ ID, TypeSet string }
+			if err := db.Raw("SELECT id, type_set FROM config_plans WHERE environment_id = 'env_1'").Scan(&rows).Error; err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, r := range rows {
+				got[r.ID] = r.TypeSet
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("type_set (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

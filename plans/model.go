@@ -56,6 +56,7 @@ type planRow struct {
 	Status                 string
 	Prune                  bool
 	Types                  JSON
+	TypeSet                string // typeSet(types), what the list filters on
 	ReferencingTypes       JSON
 	Changes                JSON
 	Warnings               JSON

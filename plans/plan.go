@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -253,7 +255,7 @@ func page[T any](rows []T, limit int, id func(T) string) Page[T] {
 
 // ListPlans lists the plans of the actor's environment, newest first,
 // optionally only those of one status. It needs config:read; the plans
-// listed are those whose types the key may read.
+// listed are those whose types the key may read, every one of them.
 func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp ListParams) (Page[*Plan], error) {
 	if err := a.Require(PermConfigRead); err != nil {
 		return Page[*Plan]{}, err
@@ -265,28 +267,22 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 			Errors: []FieldError{{Pointer: "", Code: "invalid", Detail: "unknown status " + quoteShort(status)}}}
 	}
 	now := s.now()
+	sets, all, err := s.readableTypeSets(ctx, a)
+	if err != nil {
+		return Page[*Plan]{}, err
+	}
+	if !all && len(sets) == 0 {
+		return page([]*Plan{}, lp.Limit, func(p *Plan) string { return p.ID }), nil
+	}
 	var out []*Plan
 	cursor := lp.Cursor
-	// Statuses are partly computed (lease and validity), so filter after
-	// decoding and keep reading until the page is full.
+	// Statuses are partly computed (lease and validity), and a plan of the
+	// type set '' is checked once decoded, so filter after decoding too and
+	// keep reading until the page is full.
 	for len(out) <= lp.Limit {
-		q := s.db.WithContext(ctx).Where("environment_id = ?", a.EnvironmentID)
-		if cursor != "" {
-			q = q.Where("id < ?", cursor)
-		}
-		switch status {
-		case StatusPlanned:
-			q = q.Where("status IN ('planned','applying') AND expires_at > ?", now)
-		case StatusExpired:
-			q = q.Where("status IN ('planned','applying','expired')")
-		case StatusApplying:
-			q = q.Where("status = 'applying'")
-		case StatusApplied, StatusConflicted:
-			q = q.Where("status = ?", status)
-		}
-		var rows []planRow
 		batch := lp.Limit + 1
-		if err := interpretError(q.Order("id DESC").Limit(batch).Find(&rows).Error); err != nil {
+		rows, err := s.planBatch(ctx, a.EnvironmentID, status, now, cursor, batch, sets, all)
+		if err != nil {
 			return Page[*Plan]{}, err
 		}
 		for i := range rows {
@@ -304,6 +300,125 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 		cursor = rows[len(rows)-1].ID
 	}
 	return page(out, lp.Limit, func(p *Plan) string { return p.ID }), nil
+}
+
+// typeSet is the stored type_set of a plan of these types: the kinds sorted
+// bytewise and joined by commas.
+func typeSet(types []Kind) string {
+	names := kindStrings(types)
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+// storedStatuses are the stored statuses of the plans whose effective status
+// can be status ("" for any).
+func storedStatuses(status string) []string {
+	switch status {
+	case StatusPlanned:
+		return []string{StatusPlanned, StatusApplying}
+	case StatusExpired:
+		return []string{StatusPlanned, StatusApplying, StatusExpired}
+	case "":
+		return []string{StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired}
+	}
+	return []string{status}
+}
+
+// readableTypeSets returns the type sets of the environment's plans that a
+// can read, with all true when it can read every one (the list then needs
+// no type filter). The distinct sets are read by a loose scan of the
+// config_plans_type_set index, one probe per set: an environment has few
+// (at most one per combination of its nine kinds), however many plans it
+// keeps. The set ” (a plan written without its set) is always kept: its
+// plans are checked once decoded.
+func (s *Service) readableTypeSets(ctx context.Context, a Actor) (sets []string, all bool, err error) {
+	var present []string
+	err = s.db.WithContext(ctx).Raw(`WITH RECURSIVE sets(type_set) AS (
+			SELECT MIN(type_set) FROM config_plans WHERE environment_id = ?
+			UNION ALL
+			SELECT (SELECT MIN(c.type_set) FROM config_plans c WHERE c.environment_id = ? AND c.type_set > sets.type_set)
+			FROM sets WHERE sets.type_set IS NOT NULL)
+		SELECT type_set FROM sets WHERE type_set IS NOT NULL`, a.EnvironmentID, a.EnvironmentID).Scan(&present).Error
+	if err != nil {
+		return nil, false, interpretError(err)
+	}
+	all = true
+	for _, set := range present {
+		var kinds []Kind
+		if set != "" {
+			for _, k := range strings.Split(set, ",") {
+				kinds = append(kinds, Kind(k))
+			}
+		}
+		if set == "" || a.Can(readPerms(kinds)) {
+			sets = append(sets, set)
+		} else {
+			all = false
+		}
+	}
+	return sets, all, nil
+}
+
+// maxSetQueries bounds the per-set, per-status queries of one batch; past
+// it one query filters on every set at once (its cost then grows with the
+// plans the key can see, still not with those it cannot).
+const maxSetQueries = 64
+
+// planBatch reads up to batch plans of the environment older than cursor,
+// newest first, whose stored status can be status and, unless all, whose
+// type set is one of sets.
+func (s *Service) planBatch(ctx context.Context, envID, status string, now time.Time, cursor string, batch int, sets []string, all bool) ([]planRow, error) {
+	where := func(q *gorm.DB) *gorm.DB {
+		q = q.Where("environment_id = ?", envID)
+		if cursor != "" {
+			q = q.Where("id < ?", cursor)
+		}
+		if status == StatusPlanned {
+			q = q.Where("expires_at > ?", now)
+		}
+		return q
+	}
+	var rows []planRow
+	statuses := storedStatuses(status)
+	if all || len(sets)*len(statuses) > maxSetQueries {
+		q := where(s.db.WithContext(ctx).Model(&planRow{}))
+		if status != "" {
+			q = q.Where("status IN ?", statuses)
+		}
+		if !all {
+			q = q.Where("type_set IN ?", sets)
+		}
+		err := q.Order("id DESC").Limit(batch).Find(&rows).Error
+		return rows, interpretError(err)
+	}
+	// One query per (set, status), each the newest batch of its stretch of
+	// the index, merged newest first: the database reads at most batch
+	// rows of each, whatever the key cannot see.
+	cond := "environment_id = ? AND type_set = ? AND status = ?"
+	if cursor != "" {
+		cond += " AND id < ?"
+	}
+	if status == StatusPlanned {
+		cond += " AND expires_at > ?"
+	}
+	var parts []string
+	var args []any
+	for _, set := range sets {
+		for _, st := range statuses {
+			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT * FROM config_plans WHERE %s ORDER BY id DESC LIMIT ?) AS s%d", cond, len(parts)))
+			args = append(args, envID, set, st)
+			if cursor != "" {
+				args = append(args, cursor)
+			}
+			if status == StatusPlanned {
+				args = append(args, now)
+			}
+			args = append(args, batch)
+		}
+	}
+	err := s.db.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL ")+" ORDER BY id DESC LIMIT ?", append(args, batch)...).
+		Scan(&rows).Error
+	return rows, interpretError(err)
 }
 
 // Event is an entry of a plan's history.

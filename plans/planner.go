@@ -504,7 +504,7 @@ func uniqueHolder(holders map[uniqueKey][]string, k Kind, key string, u UniqueVa
 
 func (s *Service) insertPlan(tx *gorm.DB, a Actor, p *Plan) error {
 	row := &planRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: p.Status, Prune: p.Prune,
-		Types: mustJSON(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: mustJSON(changeRecords(p.Changes)),
+		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: mustJSON(changeRecords(p.Changes)),
 		Warnings: mustJSON(p.Warnings), RequiredSecrets: mustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
 		Summary: mustJSON(p.Summary), Versions: mustJSON(p.versions), Fingerprints: mustJSON(p.fingerprints),
 		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy}
