@@ -28,6 +28,5 @@ test-race: test ## same as test: the suite always runs with -race
 bench: services ## the benchmarks of docs/benchmarks.md against a keenauthd it starts (QUICK=1 for a smoke run); figures in bench.json
 	$(GO) run ./test/bench -out bench.json $(if $(QUICK),-quick)
 
-lint: ## gofmt, go vet
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
-	$(GO) vet ./...
+lint: ## gofmt, go vet, go mod tidy -diff, staticcheck and govulncheck (pinned; .ci/tools installs them)
+	@bash .ci/lint
