@@ -268,8 +268,9 @@ func rejected(data []byte, forms []string) *RejectedError {
 	}
 	_ = json.Unmarshal(data, &body)
 	e := &RejectedError{}
+	m := newSecretMatcher(forms)
 	for _, fe := range body.Errors {
-		e.Errors = append(e.Errors, sanitizeFieldError(fe, forms))
+		e.Errors = append(e.Errors, sanitizeFieldError(fe, m))
 	}
 	if len(e.Errors) == 0 {
 		e.Errors = []FieldError{{Pointer: "", Code: CodeInvalid}}
