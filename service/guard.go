@@ -81,7 +81,20 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		return
 	}
 	holder := idempotency.Hold(c.Request.Context(), s.d.Idempotency, scope, key, claim.Token, s.d.IdempotencyLease)
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		// op panicked (recover answers the 500): release the key, so that a
+		// retry runs again at once instead of waiting out the lease.
+		holder.Stop()
+		if err := idempotency.ReleaseWithoutCancel(c.Request.Context(), s.d.Idempotency, scope, key, claim.Token); err != nil {
+			s.d.Log.WarnContext(c, "releasing an idempotency key failed; its lease will", "request_id", requestID(c), "error", err)
+		}
+	}()
 	r := op(c.Request.Context(), s.keyedFingerprint(scope, key, fp))
+	finished = true
 	holder.Stop()
 	if holder.LeaseLost() {
 		s.leaseLost("idempotency")()
