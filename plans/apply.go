@@ -117,6 +117,18 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 		}
 		return ApplyResult{}, err
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			// A panic (a bug) must not leave the plan applying until its
+			// lease passes: it returns to planned at once. In the apply
+			// transaction, that rolled back, a retry applies the plan; after
+			// the commit (writing OIDC material), a retry is a
+			// config_conflict as after a federation failure. Once the plan
+			// is applied its lease token is gone, and this changes nothing.
+			_ = s.release(ctx, a, p, token, nil)
+			panic(v)
+		}
+	}()
 	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
 	defer cancel()
 	var out *applied

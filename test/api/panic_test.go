@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"gorm.io/gorm"
 
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
@@ -65,4 +68,32 @@ func TestIdempotencyKeyReleasedWhenPlanCreationPanics(t *testing.T) {
 		t.Fatalf("plan creations run = %d, want 2", n)
 	}
 	idemReplay(t, idemPost(e, "/v1/config-plans", idemPlanBody("orders"), "panic-create"), retry)
+}
+
+// TestIdempotencyKeyAndPlanReleasedWhenApplyPanics: an apply with an
+// Idempotency-Key that panics inside its transaction answers the 500
+// problem and leaves neither the key nor the plan held: the retry with the
+// same key applies the plan, once.
+func TestIdempotencyKeyAndPlanReleasedWhenApplyPanics(t *testing.T) {
+	t.Parallel()
+	boom, calls := panicOnce()
+	e := apitest.Setup(t, apitest.Options{Hooks: plans.Hooks{BeforeApplyWrite: func(*gorm.DB) error { boom(); return nil }}})
+	id := e.Plan(idemDoc("orders"), false)["id"].(string)
+
+	panicPost(t, e, idemApplyPath(id), map[string]any{}, "panic-apply")
+	if st := idemPlan(t, e, id)["status"]; st != "planned" {
+		t.Fatalf("plan after the panic = %v, want planned", st)
+	}
+	retry := idemPost(e, idemApplyPath(id), map[string]any{}, "panic-apply")
+	idemFresh(t, retry, http.StatusOK)
+	if retry.JSON()["status"] != "applied" || calls.Load() != 2 {
+		t.Fatalf("retry = %s after %d applies", retry.Body, calls.Load())
+	}
+	if _, revs, logs := idemApplied(t, e, id); revs != 1 || logs != 1 {
+		t.Fatalf("%d revisions and %d config.applied, want one each", revs, logs)
+	}
+	if ev := idemEvents(t, e, id); !slices.Equal(ev, []string{"plan_created", "apply_started", "apply_rejected", "apply_started", "apply_succeeded"}) {
+		t.Fatalf("events = %v", ev)
+	}
+	idemReplay(t, idemPost(e, idemApplyPath(id), map[string]any{}, "panic-apply"), retry)
 }
