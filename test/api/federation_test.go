@@ -705,3 +705,115 @@ func TestApplyFederationUnavailableStopsTheWrites(t *testing.T) {
 		t.Fatalf("material not written")
 	}
 }
+
+// fedCanary is a client secret of 40 characters. Its first 20 are what a
+// code may hold, and its last 20 quote a pointer the federation service may
+// name ("/scopes/7315"), so that only the check for parts of the secret,
+// not the shape of a code or a pointer, can keep them out.
+const fedCanary = "Cy4nQ7-Wv2Lx9.Pt3Rk_" + "x/scopes/7315-Zq8Bd6"
+
+// fedCanaryFind returns where each 8-byte substring of the canary is in s.
+func fedCanaryFind(source, s string) []string {
+	var found []string
+	for i := 0; i+8 <= len(fedCanary); i++ {
+		if j := strings.Index(s, fedCanary[i:i+8]); j >= 0 {
+			found = append(found, fmt.Sprintf("%s: %q in …%s…", source, fedCanary[i:i+8], s[max(j-60, 0):min(j+68, len(s))]))
+		}
+	}
+	return found
+}
+
+// TestApplyFederation422EchoingPartsOfTheSecret: the federation service
+// refuses the material with codes and pointers that echo the secret's
+// 20-byte prefix and 8-byte chunks of its middle. No 8 bytes of the secret
+// reach the answer, its replay, the plan's events, the management log, the
+// logs or the stored idempotency record; the codes become invalid and the
+// pointers are cut to the fields they name.
+func TestApplyFederation422EchoingPartsOfTheSecret(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	name := plans.SecretRef("acme-sso")
+	if len(fedCanary) != 40 {
+		t.Fatalf("the canary has %d characters", len(fedCanary))
+	}
+	id := e.Plan(connDoc(map[string]any{"acme-sso": oidcConn("ACME", false, "abc")}), false)["id"].(string)
+	e.Fed.Next(1).Reject(
+		federation.FieldError{Pointer: "/client_secret", Code: fedCanary[:20]},
+		federation.FieldError{Pointer: "/issuer", Code: fedCanary[10:18]},
+		federation.FieldError{Pointer: "/client_secret/" + fedCanary[:20], Code: "too_weak"},
+		federation.FieldError{Pointer: fedCanary[21:33], Code: "unsupported"},
+	)
+	if fedCanary[21:33] != "/scopes/7315" {
+		t.Fatalf("the canary's pointer is %q", fedCanary[21:33])
+	}
+	req := apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":apply", Body: applyBody("acme-sso", fedCanary),
+		Header: map[string]string{"Idempotency-Key": "fed-canary"}}
+	first := e.Do(req)
+	secWant(t, first, http.StatusUnprocessableEntity, "validation_failed",
+		"/resolved_secrets/"+name+" invalid",
+		"/changes/0/spec/oidc/issuer invalid",
+		"/changes/0/spec/oidc too_weak",
+		"/changes/0/spec/oidc/scopes unsupported")
+	replay := e.Do(req)
+	if replay.Header.Get("Idempotent-Replayed") != "true" || string(replay.Body) != string(first.Body) {
+		t.Fatalf("the 422 was not replayed: %v %s", replay.Header, replay.Body)
+	}
+	puts := fedPuts(e.Fed)
+	if len(puts) != 1 || !strings.Contains(string(puts[0].Body), fedCanary) {
+		t.Fatalf("the federation service did not get the canary: %d PUTs", len(puts))
+	}
+
+	var found []string
+	for i, r := range []*apitest.Response{first, replay} {
+		var b strings.Builder
+		for k, vs := range r.Header {
+			b.WriteString(k + ": " + strings.Join(vs, ", ") + "\n")
+		}
+		b.Write(r.Body)
+		found = append(found, fedCanaryFind(fmt.Sprintf("answer %d", i), b.String())...)
+	}
+	events := e.Do(apitest.Request{Method: "GET", Path: "/v1/config-plans/" + id + "/events?limit=100"})
+	if !strings.Contains(string(events.Body), "federation_failed") {
+		t.Fatalf("no federation_failed event: %s", events.Body)
+	}
+	found = append(found, fedCanaryFind("events", string(events.Body))...)
+	logs := e.Do(apitest.Request{Method: "GET", Path: "/v1/management-logs?limit=100"})
+	if !strings.Contains(string(logs.Body), id) {
+		t.Fatalf("the management log does not show the apply: %s", logs.Body)
+	}
+	found = append(found, fedCanaryFind("management log", string(logs.Body))...)
+	found = append(found, fedCanaryFind("logs", e.Logs.String())...)
+	if !apitest.Embedded() {
+		// The stored record, read from Redis itself.
+		ctx := context.Background()
+		keys, err := e.Redis.Keys(ctx, e.Prefix+"idem:*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored int
+		for _, k := range keys {
+			rec, err := e.Redis.HGetAll(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec["body"] == string(first.Body) {
+				stored++
+			}
+			var b strings.Builder
+			for f, v := range rec {
+				b.WriteString(f + "=" + v + "\n")
+			}
+			found = append(found, fedCanaryFind("redis "+k, b.String())...)
+		}
+		if stored != 1 {
+			t.Fatalf("%d Redis records hold the answer (keys %v)", stored, keys)
+		}
+	}
+	// The search finds what it looks for.
+	if len(fedCanaryFind("probe", "<"+fedCanary[13:21]+">")) == 0 {
+		t.Fatal("the search misses a chunk of the canary")
+	}
+	if len(found) > 0 {
+		t.Fatalf("parts of the client secret left a trace:\n%s", strings.Join(found, "\n"))
+	}
+}
