@@ -2,6 +2,7 @@ package plans
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Entry is one resource of a document. Spec is the normalised canonical JSON
@@ -317,6 +319,41 @@ func unmarshalTree(tree any, s spec) error {
 
 func specType(s spec) reflect.Type { return reflect.TypeOf(s).Elem() }
 
+// decodeObject decodes raw, which must be one JSON object of the members of
+// *v, into v, as the public endpoints decode their bodies: the body as a
+// whole as a plan creation's (not an object, data after it, a repeated
+// member), then its members as a document's (every unknown member, names
+// matched exactly, never case-insensitively; every value of the wrong JSON
+// type). Those problems come back as an *Error, malformed_request or
+// unknown_field, with the same pointers.
+func decodeObject[T any](raw []byte, v *T) error {
+	var top map[string]json.RawMessage
+	if err := strictObject(raw, &top); err != nil {
+		return err
+	}
+	tree, bad, ok := parseStrict(raw, "")
+	if ok {
+		if _, isObj := tree.(*jsonObject); !isObj {
+			bad = append(bad, wrongType("", "an object"))
+		} else {
+			bad = append(bad, checkShape(tree, reflect.TypeFor[T](), "", nil)...)
+		}
+	}
+	if len(bad) > 0 {
+		return badRequest(bad)
+	}
+	b, err := json.Marshal(tree)
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		return fmt.Errorf("plans: decode checked %T: %w", v, err)
+	}
+	return nil
+}
+
+var textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+
 // checkShape compares a decoded value with the Go type it will be decoded
 // into and reports every unknown member (unknown_field) and every value of
 // the wrong JSON type (malformed_request). The value is at base followed by
@@ -330,6 +367,14 @@ func checkShape(v any, t reflect.Type, base string, path []string) []FieldError 
 	}
 	if v == nil {
 		return wrong(jsonTypeName(t))
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		// A value written as a string in a format of its own (a time).
+		str, ok := v.(string)
+		if !ok || reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(str)) != nil {
+			return wrong(jsonTypeName(t))
+		}
+		return nil
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -382,6 +427,9 @@ func checkShape(v any, t reflect.Type, base string, path []string) []FieldError 
 }
 
 func jsonTypeName(t reflect.Type) string {
+	if t == reflect.TypeFor[time.Time]() {
+		return "an RFC 3339 time"
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		return "an object"

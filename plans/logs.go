@@ -62,6 +62,19 @@ type TokenActivity struct {
 	IssuedAt       time.Time `json:"issued_at"`
 }
 
+// DecodeTokenActivity strictly decodes the body of
+// POST /internal/v1/token-activity, as a document is decoded: an unknown,
+// repeated or case-variant member gives an *Error unknown_field or
+// malformed_request, and so do a value of the wrong type (issued_at is an
+// RFC 3339 time) and data after the object.
+func DecodeTokenActivity(raw []byte) (TokenActivity, error) {
+	var ta TokenActivity
+	if err := decodeObject(raw, &ta); err != nil {
+		return TokenActivity{}, err
+	}
+	return ta, nil
+}
+
 // RecordTokenActivity keeps the latest token time per application.
 func (s *Service) RecordTokenActivity(ctx context.Context, ta TokenActivity) error {
 	var problems []FieldError

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"reflect"
 	"regexp"
 	"strings"
 )
@@ -46,23 +45,8 @@ var hostPatternPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-
 // allowed_callback_hosts is never nil.
 func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 	var p Policies
-	tree, bad, ok := parseStrict(raw, "")
-	if ok {
-		if _, isObj := tree.(*jsonObject); !isObj {
-			bad = append(bad, wrongType("", "an object"))
-		} else {
-			bad = append(bad, checkShape(tree, reflect.TypeFor[Policies](), "", nil)...)
-		}
-	}
-	if len(bad) > 0 {
-		return p, nil, badRequest(bad)
-	}
-	b, err := json.Marshal(tree)
-	if err == nil {
-		err = json.Unmarshal(b, &p)
-	}
-	if err != nil {
-		return Policies{}, nil, fmt.Errorf("plans: decode checked policies: %w", err)
+	if err := decodeObject(raw, &p); err != nil {
+		return Policies{}, nil, err
 	}
 
 	var problems []FieldError

@@ -64,8 +64,11 @@ func TestDecodePoliciesBadRequest(t *testing.T) {
 		name, body, wantCode string
 		want                 []problem
 	}{
-		{"not JSON", `{`, "malformed_request", []problem{{"", "malformed_request"}}},
-		{"not an object", `[]`, "malformed_request", []problem{{"", "malformed_request"}}},
+		// The body as a whole is answered as a public body is: no pointer.
+		{"not JSON", `{`, "malformed_request", []problem{}},
+		{"not an object", `[]`, "malformed_request", []problem{}},
+		{"data after the object", `{"mfa_required": true} {}`, "malformed_request", []problem{}},
+		{"case variant", `{"MFA_Required": true}`, "unknown_field", []problem{{"/MFA_Required", "unknown_field"}}},
 		{"unknown field", `{"mfa_required": true, "mfa": true}`, "unknown_field", []problem{{"/mfa", "unknown_field"}}},
 		{"wrong types", `{"mfa_required": "yes", "min_password_length": 8.5, "allowed_callback_hosts": "a.example"}`, "malformed_request",
 			[]problem{{"/mfa_required", "malformed_request"}, {"/min_password_length", "malformed_request"}, {"/allowed_callback_hosts", "malformed_request"}}},

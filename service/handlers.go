@@ -262,8 +262,8 @@ func (s *Server) tokenActivity(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	var ta plans.TokenActivity
-	if err := strictDecode(body, &ta); err != nil {
+	ta, err := plans.DecodeTokenActivity(body)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -286,17 +286,4 @@ func (s *Server) putPolicies(c *gin.Context) {
 		return
 	}
 	s.write(c, jsonResponse(http.StatusOK, p))
-}
-
-// strictDecode decodes a closed JSON object.
-func strictDecode(body []byte, v any) error {
-	d := json.NewDecoder(strings.NewReader(string(body)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		if strings.Contains(err.Error(), "unknown field") {
-			return &plans.Error{Code: "unknown_field", Detail: err.Error()}
-		}
-		return &plans.Error{Code: "malformed_request", Detail: "the request body must be a JSON object of the documented fields"}
-	}
-	return nil
 }
