@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/keenauth/configplans/test/testdb"
 )
 
 // storeHarness is one Store under test and how time passes for it: sleeping
@@ -365,4 +367,16 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// TestRedisClusterStore runs the store's suite on a Redis Cluster of its own
+// (3 masters, 3 replicas): every script keeps its keys in one slot, and the
+// client follows the cluster's redirections.
+func TestRedisClusterStore(t *testing.T) {
+	t.Parallel()
+	cluster := testdb.StartRedisCluster(t)
+	testStore(t, func(t *testing.T) storeHarness {
+		rdb, prefix := cluster.ClientPrefix(t)
+		return storeHarness{Store: NewRedisStore(rdb, prefix), wait: time.Sleep}
+	})
 }
