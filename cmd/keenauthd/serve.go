@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -79,22 +78,6 @@ func createDatabase(ctx context.Context, dsn string) error {
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return service.NewLogger(w, level)
-}
-
-// newRedis builds a client that fails fast when Redis is down: one dial
-// attempt with short timeouts, so a claim answers 503 promptly.
-func newRedis(rawURL string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("KEENAUTHD_REDIS_URL: %w", err)
-	}
-	opt.DialTimeout = 500 * time.Millisecond
-	opt.ReadTimeout = time.Second
-	opt.WriteTimeout = time.Second
-	opt.MaxRetries = 1
-	opt.DialerRetries = 1
-	opt.ContextTimeoutEnabled = true
-	return redis.NewClient(opt), nil
 }
 
 func migrate(ctx context.Context, cfg config, stdout io.Writer) error {
@@ -231,6 +214,11 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer rdb.Close()
+	if reachable, err := checkRedisMode(ctx, rdb); err != nil {
+		return err
+	} else if !reachable {
+		log.Warn("Redis is not reachable at start: idempotent requests answer 503 and rate limits fail open until it is")
+	}
 	m.RegisterRedis(rdb)
 	if policy, evicting, err := idempotency.CheckEvictionPolicy(ctx, rdb); err != nil {
 		log.Warn("could not read Redis maxmemory-policy", "error", err)
