@@ -172,6 +172,8 @@ func (s *Server) fail(c *gin.Context, err error) {
 func (s *Server) errorResponse(c *gin.Context, err error) response {
 	if _, known := toError(err); !known {
 		s.d.Log.ErrorContext(c, "request failed", "request_id", requestID(c), "error", err)
+	} else if cause := plans.UnavailableCause(err); cause != "" {
+		s.d.Log.WarnContext(c, "service unavailable", "request_id", requestID(c), "cause", cause, "error", err)
 	}
 	return problemResponse(err, requestID(c))
 }

@@ -36,6 +36,7 @@ type config struct {
 	IdleTimeout       time.Duration
 	BodyBudgetMiB     int
 	BodyBudgetWait    time.Duration
+	Pool              poolConfig // KEENAUTHD_DB_* (pool.go)
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -89,6 +90,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.IdleTimeout = dur("KEENAUTHD_IDLE_TIMEOUT", 120*time.Second)
 	c.BodyBudgetMiB = num("KEENAUTHD_BODY_BUDGET_MIB", 64)
 	c.BodyBudgetWait = dur("KEENAUTHD_BODY_BUDGET_WAIT", time.Second)
+	var poolErrs []string
+	c.Pool, poolErrs = loadPool(getenv)
+	errs = append(errs, poolErrs...)
 	if v := getenv("KEENAUTHD_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Sprintf("KEENAUTHD_LOG_LEVEL=%q is not debug, info, warn or error", v))

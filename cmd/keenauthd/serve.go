@@ -32,15 +32,14 @@ import (
 
 // openDB connects to PostgreSQL, creating the database when it does not
 // exist yet (so that a fresh machine needs no manual step).
-func openDB(ctx context.Context, dsn string) (*gorm.DB, error) {
+func openDB(ctx context.Context, dsn string, pool poolConfig) (*gorm.DB, error) {
 	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err == nil {
 		sqlDB, _ := db.DB()
 		if err = sqlDB.PingContext(ctx); err == nil {
-			sqlDB.SetMaxOpenConns(32)
-			sqlDB.SetMaxIdleConns(32)
-			sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-			return db, nil
+			if err = pool.apply(ctx, sqlDB); err == nil {
+				return db, nil
+			}
 		}
 		_ = sqlDB.Close()
 	}
@@ -50,7 +49,7 @@ func openDB(ctx context.Context, dsn string) (*gorm.DB, error) {
 	if cerr := createDatabase(ctx, dsn); cerr != nil {
 		return nil, fmt.Errorf("database: %w (and creating it failed: %v)", err, cerr)
 	}
-	return openDB(ctx, dsn)
+	return openDB(ctx, dsn, pool)
 }
 
 func createDatabase(ctx context.Context, dsn string) error {
@@ -81,7 +80,7 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 }
 
 func migrate(ctx context.Context, cfg config, stdout io.Writer) error {
-	db, err := openDB(ctx, cfg.DatabaseURL)
+	db, err := openDB(ctx, cfg.DatabaseURL, cfg.Pool)
 	if err != nil {
 		return err
 	}
@@ -103,7 +102,7 @@ func closeDB(db *gorm.DB) {
 }
 
 func domain(ctx context.Context, cfg config, log *slog.Logger, hooks plans.Hooks) (*plans.Service, *gorm.DB, error) {
-	db, err := openDB(ctx, cfg.DatabaseURL)
+	db, err := openDB(ctx, cfg.DatabaseURL, cfg.Pool)
 	if err != nil {
 		return nil, nil, err
 	}
