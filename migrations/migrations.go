@@ -68,23 +68,46 @@ func load(fsys fs.FS, dir string) ([]Migration, error) {
 const migrateLockID = 7394201
 
 // Up applies every PostgreSQL migration not applied yet, each in its own
-// transaction, under a session advisory lock. It returns the versions applied.
+// transaction, and returns the versions applied. Each transaction first
+// takes a transaction-scoped advisory lock, then reads schema_migrations:
+// the lock ends with the transaction, so it is safe through a transaction
+// pooler (PgBouncer in transaction mode), where a session lock would stay
+// with a pooled server connection, or be taken and released on two
+// different ones.
 func Up(ctx context.Context, db *gorm.DB) ([]string, error) {
 	ms, err := Postgres()
 	if err != nil {
 		return nil, err
 	}
 	var applied []string
-	err = db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
-		if err := conn.Exec("SELECT pg_advisory_lock(?)", migrateLockID).Error; err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
+	for _, m := range ms {
+		ran := false
+		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockID).Error; err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+			if err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+				version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`).Error; err != nil {
+				return err
+			}
+			var n int64
+			if err := tx.Raw("SELECT count(*) FROM schema_migrations WHERE version = ?", m.Version).Scan(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			ran = true
+			return run(tx, m)
+		})
+		if err != nil {
+			return applied, fmt.Errorf("migrate %s: %w", m.Version, err)
 		}
-		defer conn.Exec("SELECT pg_advisory_unlock(?)", migrateLockID)
-		var err error
-		applied, err = apply(conn, ms, "timestamptz NOT NULL DEFAULT now()")
-		return err
-	})
-	return applied, err
+		if ran {
+			applied = append(applied, m.Version)
+		}
+	}
+	return applied, nil
 }
 
 // UpSQLite applies every SQLite migration not applied yet, each in its own
@@ -99,6 +122,20 @@ func UpSQLite(ctx context.Context, db *gorm.DB) ([]string, error) {
 		return nil, err
 	}
 	return apply(db.WithContext(ctx), ms, "DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP")
+}
+
+// run applies one migration inside tx: its SQL, its step in Go, and its
+// row in schema_migrations.
+func run(tx *gorm.DB, m Migration) error {
+	if err := tx.Exec(m.SQL).Error; err != nil {
+		return err
+	}
+	if m.Go != nil {
+		if err := m.Go(tx); err != nil {
+			return err
+		}
+	}
+	return tx.Exec("INSERT INTO schema_migrations (version) VALUES (?)", m.Version).Error
 }
 
 // apply runs the migrations of ms that schema_migrations does not list.
@@ -120,17 +157,7 @@ func apply(conn *gorm.DB, ms []Migration, appliedAtType string) ([]string, error
 		if have[m.Version] {
 			continue
 		}
-		err := conn.Transaction(func(tx *gorm.DB) error {
-			if err := tx.Exec(m.SQL).Error; err != nil {
-				return err
-			}
-			if m.Go != nil {
-				if err := m.Go(tx); err != nil {
-					return err
-				}
-			}
-			return tx.Exec("INSERT INTO schema_migrations (version) VALUES (?)", m.Version).Error
-		})
+		err := conn.Transaction(func(tx *gorm.DB) error { return run(tx, m) })
 		if err != nil {
 			return nil, fmt.Errorf("migrate %s: %w", m.Version, err)
 		}

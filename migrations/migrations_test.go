@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -311,5 +312,74 @@ func TestMigrationFillsTheTypeSetOfPlansWrittenBefore(t *testing.T) {
 				t.Errorf("type_set (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestConcurrentMigrationsThroughPgBouncer: five migrations at once on an
+// empty database through PgBouncer in transaction mode apply every
+// migration exactly once, and none waits on a lock left on a pooled
+// connection.
+func TestConcurrentMigrationsThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	bouncer := testdb.StartPgBouncer(t)
+	name := testdb.NewEmpty(t)
+	ms, err := migrations.Postgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		applied = map[string]int{}
+	)
+	for range n {
+		db, err := testdb.Open(bouncer.URLFor(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if s, err := db.DB(); err == nil {
+				s.Close()
+			}
+		})
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			vs, err := migrations.Up(ctx, db)
+			if err != nil {
+				t.Errorf("Up through PgBouncer: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range vs {
+				applied[v]++
+			}
+		})
+	}
+	wg.Wait()
+	want := map[string]int{}
+	for _, m := range ms {
+		want[m.Version] = 1
+	}
+	if diff := cmp.Diff(want, applied); diff != "" {
+		t.Errorf("migrations applied by the %d runs (-want +got):\n%s", n, diff)
+	}
+	db, err := testdb.Open(testdb.URLFor(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if s, err := db.DB(); err == nil {
+			s.Close()
+		}
+	}()
+	var recorded int64
+	if err := db.Raw("SELECT count(*) FROM schema_migrations").Scan(&recorded).Error; err != nil || recorded != int64(len(ms)) {
+		t.Errorf("schema_migrations holds %d versions (%v), want %d", recorded, err, len(ms))
+	}
+	var locks int64
+	if err := db.Raw("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7394201").Scan(&locks).Error; err != nil || locks != 0 {
+		t.Errorf("%d migration locks still held (%v), want none", locks, err)
 	}
 }

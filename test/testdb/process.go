@@ -62,10 +62,23 @@ func (o *syncOutput) String() string {
 // t.Cleanup.
 func StartProcess(t testing.TB, dir, path string, args ...string) *Process {
 	t.Helper()
+	return startProcess(t, false, dir, path, args...)
+}
+
+// StartUnprivileged is StartProcess for a program that refuses to run as
+// root (pgbouncer): when the tests run as root it runs as nobody, so its
+// files must be readable by everyone.
+func StartUnprivileged(t testing.TB, dir, path string, args ...string) *Process {
+	t.Helper()
+	return startProcess(t, true, dir, path, args...)
+}
+
+func startProcess(t testing.TB, unprivileged bool, dir, path string, args ...string) *Process {
+	t.Helper()
 	p := &Process{cmd: exec.Command(path, args...), out: &syncOutput{}, done: make(chan struct{})}
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.SysProcAttr = dieWithParent()
+	p.cmd.SysProcAttr = dieWithParent(unprivileged && os.Getuid() == 0)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("testdb: start %s: %v", path, err)
 	}
