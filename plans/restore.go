@@ -117,11 +117,8 @@ func (s *Service) ListRevisions(ctx context.Context, a Actor, lp ListParams) (Pa
 }
 
 // PruneRevisions deletes, in every environment, the revisions past the
-// limit or the maximum age: the sweep for environments that see no apply.
+// limit or the maximum age: the sweep (sweep.go) without plan retention.
 func (s *Service) PruneRevisions(ctx context.Context) (int, error) {
-	n, err := revisions.PruneAll(ctx, s.db, s.cfg.RevisionLimit, s.now())
-	if n > 0 && s.hooks.OnRevisionsPruned != nil {
-		s.hooks.OnRevisionsPruned(n)
-	}
-	return n, interpretError(err)
+	res, err := s.Sweep(ctx, SweepConfig{})
+	return res.Revisions, err
 }

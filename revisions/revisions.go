@@ -95,14 +95,6 @@ func Prune(tx *gorm.DB, env string, keep int, now time.Time) (int, error) {
 	return int(res.RowsAffected), res.Error
 }
 
-// PruneAll prunes every environment: the sweep for quiet environments.
-func PruneAll(ctx context.Context, db *gorm.DB, keep int, now time.Time) (int, error) {
-	res := db.WithContext(ctx).Exec(`DELETE FROM config_revisions AS r WHERE r.expires_at <= ? OR r.id IN (
-		SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY environment_id ORDER BY id DESC) AS n
-		FROM config_revisions) ranked WHERE n > ?)`, now, keep)
-	return int(res.RowsAffected), res.Error
-}
-
 // visible is the condition of a revision that may be returned: unexpired
 // and among the keep most recent of its environment.
 func visible(db *gorm.DB, env string, keep int, now time.Time) *gorm.DB {

@@ -37,6 +37,7 @@ type config struct {
 	BodyBudgetMiB     int
 	BodyBudgetWait    time.Duration
 	Pool              poolConfig // KEENAUTHD_DB_* (pool.go)
+	PlanRetention     time.Duration
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -90,6 +91,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.IdleTimeout = dur("KEENAUTHD_IDLE_TIMEOUT", 120*time.Second)
 	c.BodyBudgetMiB = num("KEENAUTHD_BODY_BUDGET_MIB", 64)
 	c.BodyBudgetWait = dur("KEENAUTHD_BODY_BUDGET_WAIT", time.Second)
+	c.PlanRetention = dur("KEENAUTHD_PLAN_RETENTION", 90*24*time.Hour)
 	var poolErrs []string
 	c.Pool, poolErrs = loadPool(getenv)
 	errs = append(errs, poolErrs...)

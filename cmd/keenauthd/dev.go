@@ -154,7 +154,7 @@ func devServe(ctx context.Context, cfg config, ln net.Listener, svc *plans.Servi
 	printDevBanner(stdout, banner)
 	log.Info("keenauthd dev listening", "addr", banner.addr, "data", banner.dataDir, "environment_id", banner.env.ID, "api_key_id", banner.key.ID)
 
-	return runServer(ctx, cfg, ln, running, &draining, svc, m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, &draining, newSweeper(svc, cfg, nil, log), m.Handler(), log)
 }
 
 // devEnvironment returns the dev environment of the database, creating it

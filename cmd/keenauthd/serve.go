@@ -262,12 +262,12 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 	}
 	log.Info("keenauthd listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
-	return runServer(ctx, cfg, ln, running, &draining, svc, m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, &draining, newSweeper(svc, cfg, newSweepLock(rdb, "keenauthd:"), log), m.Handler(), log)
 }
 
-// runServer serves on ln until ctx ends, with the revision sweep and the
+// runServer serves on ln until ctx ends, with the retention sweep and the
 // debug endpoints beside it, then drains: the part serve and dev share.
-func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflight, draining *atomic.Bool, svc *plans.Service,
+func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflight, draining *atomic.Bool, sweep *sweeper,
 	metrics http.Handler, log *slog.Logger) error {
 	srv := &http.Server{Handler: running}
 	httpLimits(cfg).Configure(srv)
@@ -279,7 +279,7 @@ func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflig
 		stopBackground()
 		bg.Wait()
 	}()
-	bg.Go(func() { sweepRevisions(bgCtx, svc, log) })
+	bg.Go(func() { sweep.run(bgCtx) })
 	if cfg.DebugListen != "" {
 		dbg, err := debugServer(bgCtx, cfg.DebugListen, metrics, log, &bg)
 		if err != nil {
@@ -410,23 +410,4 @@ func debugServer(ctx context.Context, addr string, metrics http.Handler, log *sl
 		_ = srv.Close()
 	})
 	return ln.Addr().String(), nil
-}
-
-// sweepRevisions prunes old revisions of every environment periodically, so
-// that environments without applies also lose theirs after 90 days.
-func sweepRevisions(ctx context.Context, svc *plans.Service, log *slog.Logger) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		if n, err := svc.PruneRevisions(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("revision sweep failed", "error", err)
-		} else if n > 0 {
-			log.Info("revision sweep", "deleted", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

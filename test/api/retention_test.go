@@ -1,0 +1,64 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/test/apitest"
+)
+
+// TestSweepDeletesPlansPastTheirRetention: the sweep deletes, in batches,
+// the plans older than the retention that can no longer change (applied,
+// and planned ones past their validity) with their events and expired
+// revisions; it keeps recent plans and an applying one.
+func TestSweepDeletesPlansPastTheirRetention(t *testing.T) {
+	t.Parallel()
+	k := newApplyEnv(t, apitest.Options{})
+	var old []string
+	for i := range 4 {
+		old = append(old, k.planAndApply(envSettings(fmt.Sprintf("Old %d", i)), false, nil)["id"].(string))
+	}
+	old = append(old, k.planID(envSettings("Never applied"), false))
+	applying := k.planID(envSettings("Applying"), false)
+	if err := k.e.DB.DB.Exec("UPDATE config_plans SET status = 'applying' WHERE environment_id = ? AND id = ?", k.e.EnvID, applying).Error; err != nil {
+		t.Fatal(err)
+	}
+	oldEvents := k.count("plan_events", "plan_id IN ?", old)
+	if oldEvents < int64(len(old)) {
+		t.Fatalf("%d events of the old plans, want at least one each", oldEvents)
+	}
+
+	k.e.Clock.Advance(91 * 24 * time.Hour)
+	recentApplied := k.planAndApply(envSettings("Recent"), false, nil)["id"].(string)
+	recentPlanned := k.planID(envSettings("Recent planned"), false)
+
+	expiredRevisions := int(k.count("config_revisions", "")) - 1 // an apply prunes its environment's too
+	res, err := k.e.Plans.Sweep(context.Background(), plans.SweepConfig{PlanRetention: 90 * 24 * time.Hour, Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := plans.SweepResult{Revisions: expiredRevisions, Plans: len(old), PlanEvents: int(oldEvents)}
+	if res != want {
+		t.Errorf("sweep deleted %+v, want %+v", res, want)
+	}
+	for _, id := range old {
+		assertProblem(t, k.e.Do(apitest.Request{Method: "GET", Path: "/v1/config-plans/" + id}), 404, "not_found", nil)
+	}
+	if n := k.count("plan_events", "plan_id IN ?", old); n != 0 {
+		t.Errorf("%d events of deleted plans remain", n)
+	}
+	for _, id := range []string{recentApplied, recentPlanned, applying} {
+		if n := k.count("config_plans", "environment_id = ? AND id = ?", k.e.EnvID, id); n != 1 {
+			t.Errorf("plan %s was deleted", id)
+		}
+	}
+	if n := k.count("config_revisions", ""); n != 1 {
+		t.Errorf("%d revisions left, want the recent one", n)
+	}
+	if again, err := k.e.Plans.Sweep(context.Background(), plans.SweepConfig{PlanRetention: 90 * 24 * time.Hour}); err != nil || again != (plans.SweepResult{}) {
+		t.Errorf("a second sweep deleted %+v, %v; want nothing", again, err)
+	}
+}
