@@ -124,20 +124,40 @@ func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (
 	return CreatedKey{ID: id, Secret: secret}, nil
 }
 
-// RevokeKey revokes an API key (by id, in any environment).
+// RevokeKey revokes an API key of any environment: it reads the key's
+// environment first (the one read by key id alone, for `keenauthd key
+// revoke` without --env), then revokes it as RevokeEnvironmentKey does.
 func (s *Service) RevokeKey(ctx context.Context, keyID string) error {
 	if !ValidID(PrefixAPIKey, keyID) {
 		return fmt.Errorf("key %q: %w", keyID, ErrNotFound)
 	}
-	res := s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", keyID).Update("revoked_at", s.now())
+	var envs []string
+	if err := s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ?", keyID).Limit(1).Pluck("environment_id", &envs).Error; err != nil {
+		return interpretError(err)
+	}
+	if len(envs) == 0 {
+		return fmt.Errorf("key %s: %w", keyID, ErrNotFound)
+	}
+	return s.RevokeEnvironmentKey(ctx, envs[0], keyID)
+}
+
+// RevokeEnvironmentKey revokes an API key of env; every statement names the
+// environment. Revoking a revoked key is not an error.
+func (s *Service) RevokeEnvironmentKey(ctx context.Context, envID, keyID string) error {
+	if !ValidID(PrefixAPIKey, keyID) || !ValidID(PrefixEnvironment, envID) {
+		return fmt.Errorf("key %q of environment %q: %w", keyID, envID, ErrNotFound)
+	}
+	res := s.db.WithContext(ctx).Model(&APIKey{}).Where("environment_id = ? AND id = ? AND revoked_at IS NULL", envID, keyID).Update("revoked_at", s.now())
 	if res.Error != nil {
 		return interpretError(res.Error)
 	}
 	if res.RowsAffected == 0 {
 		var n int64
-		s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ?", keyID).Count(&n)
+		if err := s.db.WithContext(ctx).Model(&APIKey{}).Where("environment_id = ? AND id = ?", envID, keyID).Count(&n).Error; err != nil {
+			return interpretError(err)
+		}
 		if n == 0 {
-			return fmt.Errorf("key %s: %w", keyID, ErrNotFound)
+			return fmt.Errorf("key %s of environment %s: %w", keyID, envID, ErrNotFound)
 		}
 	}
 	return nil

@@ -62,6 +62,26 @@ func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
 	if _, err := svc.Authenticate(context.Background(), key.Secret); !errors.Is(err, plans.ErrUnauthenticated) {
 		t.Fatalf("a revoked key authenticates: %v", err)
 	}
+
+	// With --env (before or after the id), the revoke names the environment.
+	out, err = runCmd(t, db, "key", "create", "--env", env.ID, "--permissions", "config:read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal([]byte(out), &key)
+	other := "env_01hzzzzzzzzzzzzzzzzzzzzzzz"
+	if _, err := runCmd(t, db, "key", "revoke", key.ID, "--env", other); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("revoking a key with another environment's id: %v, want not found", err)
+	}
+	if _, err := svc.Authenticate(context.Background(), key.Secret); err != nil {
+		t.Fatalf("a key revoked under another environment no longer authenticates: %v", err)
+	}
+	if _, err := runCmd(t, db, "key", "revoke", "--env", env.ID, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authenticate(context.Background(), key.Secret); !errors.Is(err, plans.ErrUnauthenticated) {
+		t.Fatalf("a key revoked with --env authenticates: %v", err)
+	}
 }
 
 // TestAdminCommandsRefuseBadInput: usage mistakes exit 2, refused values 1,
@@ -87,6 +107,7 @@ func TestAdminCommandsRefuseBadInput(t *testing.T) {
 		{[]string{"key", "create", "--env", "env_01hzzzzzzzzzzzzzzzzzzzzzzz", "--permissions", "config:read"}, 1, "not found"},
 		{[]string{"key", "revoke"}, 2, "KEY_ID"},
 		{[]string{"key", "revoke", "key_01hzzzzzzzzzzzzzzzzzzzzzzz"}, 1, "not found"},
+		{[]string{"key", "revoke", "key_01hzzzzzzzzzzzzzzzzzzzzzzz", "key_01hzzzzzzzzzzzzzzzzzzzzzzy"}, 2, "KEY_ID"},
 	}
 	for _, tc := range cases {
 		_, err := runCmd(t, db, tc.args...)

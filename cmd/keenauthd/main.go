@@ -5,7 +5,7 @@
 //	keenauthd migrate                    apply the database migrations
 //	keenauthd env create --name N        create an environment → {"id"}
 //	keenauthd key create --env ID --permissions a,b   → {"id", "secret"} (shown once)
-//	keenauthd key revoke ID
+//	keenauthd key revoke ID [--env ENV_ID]
 package main
 
 import (
@@ -44,7 +44,7 @@ const usage = `usage:
   keenauthd migrate
   keenauthd env create --name NAME
   keenauthd key create --env ENV_ID --permissions PERM[,PERM…]
-  keenauthd key revoke KEY_ID`
+  keenauthd key revoke KEY_ID [--env ENV_ID]`
 
 // run is the whole program; tests call it with their own arguments,
 // environment and output.

@@ -161,18 +161,35 @@ func keyCreate(ctx context.Context, cfg config, args []string, stdout io.Writer)
 }
 
 func keyRevoke(ctx context.Context, cfg config, args []string, stdout io.Writer) error {
-	if len(args) != 1 {
-		return usageError{"key revoke needs KEY_ID"}
+	fs := flag.NewFlagSet("key revoke", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	env := fs.String("env", "", "environment id (the key's; without it the key is looked up by id)")
+	var ids []string
+	for len(args) > 0 { // flags before or after KEY_ID
+		if err := fs.Parse(args); err != nil {
+			return usageError{"key revoke needs KEY_ID [--env ENV_ID]"}
+		}
+		if args = fs.Args(); len(args) > 0 {
+			ids, args = append(ids, args[0]), args[1:]
+		}
+	}
+	if len(ids) != 1 {
+		return usageError{"key revoke needs KEY_ID [--env ENV_ID]"}
 	}
 	svc, db, err := domain(ctx, cfg, newLogger(io.Discard, 0), plans.Hooks{})
 	if err != nil {
 		return err
 	}
 	defer closeDB(db)
-	if err := svc.RevokeKey(ctx, args[0]); err != nil {
+	if *env != "" {
+		err = svc.RevokeEnvironmentKey(ctx, *env, ids[0])
+	} else {
+		err = svc.RevokeKey(ctx, ids[0])
+	}
+	if err != nil {
 		return err
 	}
-	return json.NewEncoder(stdout).Encode(map[string]any{"id": args[0], "revoked": true})
+	return json.NewEncoder(stdout).Encode(map[string]any{"id": ids[0], "revoked": true})
 }
 
 func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
