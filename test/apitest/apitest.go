@@ -96,6 +96,9 @@ type Options struct {
 	// Redis and Prefix reuse another harness's Redis key space.
 	Redis  *redis.Client
 	Prefix string
+	// Cluster, with Prefix, runs the idempotency and rate-limit stores on a
+	// Redis Cluster instead of Redis.
+	Cluster redis.UniversalClient
 	// Replica starts a second instance over the same database, Redis key
 	// space, environment, key and clock as another harness (several
 	// keenauthd replicas).
@@ -115,7 +118,8 @@ type Env struct {
 	Handler http.Handler
 	Clock   *Clock
 	Fed     *fakefederation.Server
-	Redis   *redis.Client // nil on the embedded backend
+	Redis   *redis.Client // nil on the embedded backend, and with Options.Cluster
+	Cluster redis.UniversalClient
 	Prefix  string
 	Logs    *SyncBuffer
 	// EnvID and Secret are an environment and a key holding every permission.
@@ -152,11 +156,11 @@ func Setup(t testing.TB, opt Options) *Env {
 	if embedded && opt.Replica != nil {
 		t.Skip("needs PostgreSQL/Redis: replicas over one database and Redis")
 	}
-	if embedded && opt.Redis != nil {
+	if embedded && (opt.Redis != nil || opt.Cluster != nil) {
 		t.Skip("needs PostgreSQL/Redis: runs against a Redis of its own")
 	}
 	if r := opt.Replica; r != nil {
-		opt.Database, opt.Redis, opt.Prefix = r.DB, r.Redis, r.Prefix
+		opt.Database, opt.Redis, opt.Prefix, opt.Cluster = r.DB, r.Redis, r.Prefix, r.Cluster
 		e.Clock = r.Clock
 	}
 	e.DB = opt.Database
@@ -166,10 +170,17 @@ func Setup(t testing.TB, opt Options) *Env {
 		e.DB = testdb.NewSQLite(t)
 	default:
 		e.DB = testdb.New(t)
+		if testdb.ThroughPgBouncer() {
+			e.DB = testdb.StartPgBouncer(t).Through(t, e.DB)
+		}
 	}
-	e.Redis, e.Prefix = opt.Redis, opt.Prefix
-	if e.Redis == nil && !embedded {
+	e.Redis, e.Prefix, e.Cluster = opt.Redis, opt.Prefix, opt.Cluster
+	if e.Redis == nil && e.Cluster == nil && !embedded {
 		e.Redis, e.Prefix = testdb.Redis(t)
+	}
+	var stores redis.UniversalClient = e.Redis
+	if e.Cluster != nil {
+		stores = e.Cluster
 	}
 	log := service.NewLogger(e.Logs, slog.LevelDebug)
 	hooks := opt.Hooks
@@ -211,9 +222,13 @@ func Setup(t testing.TB, opt Options) *Env {
 		deps.Limiter = ratelimit.NewMemoryLimiter(rl, time.Now)
 		deps.Fleet = ratelimit.NewMemoryFleet(fleet)
 	} else {
-		deps.Idempotency = idempotency.NewRedisStore(e.Redis, e.Prefix)
-		deps.Limiter = ratelimit.NewRedisLimiter(e.Redis, e.Prefix, rl, log)
-		deps.Fleet = ratelimit.NewRedisFleet(e.Redis, e.Prefix, fleet, 2*time.Minute, 150*time.Millisecond, log)
+		fleetTimeout := 150 * time.Millisecond
+		if rl.CallTimeout > 0 {
+			fleetTimeout = rl.CallTimeout
+		}
+		deps.Idempotency = idempotency.NewRedisStore(stores, e.Prefix)
+		deps.Limiter = ratelimit.NewRedisLimiter(stores, e.Prefix, rl, log)
+		deps.Fleet = ratelimit.NewRedisFleet(stores, e.Prefix, fleet, 2*time.Minute, fleetTimeout, log)
 	}
 	if e.Metrics != nil {
 		deps.Metrics, deps.Hooks = e.Metrics.Handler(), e.Metrics.Service()
