@@ -2,13 +2,16 @@
 .DEFAULT_GOAL := help
 GO ?= go
 
-.PHONY: help run dev services test test-race lint bench build
+.PHONY: help run dev services pgbouncer test test-race lint bench build
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 services: ## start the local PostgreSQL and Redis if they are down
 	@bash .ci/services
+
+pgbouncer: ## install PgBouncer (Debian package pgbouncer) when it is missing: the tests run one in front of PostgreSQL
+	@bash .ci/packages pgbouncer
 
 build: ## build keenauthd and keenauth into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -19,9 +22,10 @@ run: services ## run keenauthd serve against the local PostgreSQL and Redis
 dev: ## run keenauthd dev: the whole product in one process on embedded storage (no PostgreSQL, Redis or federation service)
 	$(GO) build -o bin/keenauthd ./cmd/keenauthd && exec bin/keenauthd dev $(if $(DATA),--data $(DATA))
 
-test: services ## the test suite (race detector on) against the real PostgreSQL and Redis, then the API tests again on the embedded backend of keenauthd dev
+test: services pgbouncer ## the test suite (race detector on) against the real PostgreSQL and Redis, then the API tests again on the embedded backend of keenauthd dev, and the apply tests through PgBouncer
 	$(GO) test -race -count=1 -timeout 20m ./...
 	KEENAUTH_TEST_BACKEND=embedded $(GO) test -race -count=1 -timeout 20m ./test/api/...
+	KEENAUTH_TEST_PGBOUNCER=1 $(GO) test -race -count=1 -timeout 20m -run 'TestApply' ./test/api/...
 
 test-race: test ## same as test: the suite always runs with -race
 
