@@ -37,7 +37,7 @@ func (a *answerCheck) see(what string, r *apitest.Response) {
 func assertEachPlanAppliedOnce(t *testing.T, k *applyEnv) (applied int) {
 	t.Helper()
 	var rows []struct {
-		ID, Status                      string
+		ID, Status                    string
 		Revisions, Applied, Succeeded int
 	}
 	err := k.e.DB.DB.Raw(`SELECT p.id, p.status,
