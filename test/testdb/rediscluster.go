@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
-	"net"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -271,19 +270,6 @@ func (c *RedisCluster) KillMaster(t testing.TB, addr string) {
 		return nil
 	})
 	c.WaitHealthy(t, 30*time.Second)
-}
-
-// StartRedis starts a single (non-cluster) redis-server of t's own and
-// returns its address.
-func StartRedis(t testing.TB, extra ...string) string {
-	t.Helper()
-	server := RequireBinary(t, "redis-server", redisInstall)
-	port := FreePort(t, 0)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, extra...)
-	StartProcess(t, t.TempDir(), server, args...)
-	WaitFor(t, 10*time.Second, "redis-server at "+addr+" answers", func() error { return ping(addr) })
-	return addr
 }
 
 func firstLines(s string, n int) string {
