@@ -35,12 +35,19 @@ var (
 // startDev runs `keenauthd dev` over dataDir and waits for its banner.
 func startDev(t *testing.T, dataDir string) *devProcess {
 	t.Helper()
+	return startDevWith(t, map[string]string{"KEENAUTHD_SHUTDOWN_TIMEOUT": "5s"}, "--data", dataDir)
+}
+
+// startDevWith runs `keenauthd dev --listen 127.0.0.1:0 args…` with the
+// variables of env and waits for its banner.
+func startDevWith(t *testing.T, env map[string]string, args ...string) *devProcess {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	d := &devProcess{cancel: cancel, done: make(chan error, 1)}
-	env := map[string]string{"KEENAUTHD_SHUTDOWN_TIMEOUT": "5s"}
+	args = append([]string{"dev", "--listen", "127.0.0.1:0"}, args...)
 	go func() {
-		err := run(ctx, []string{"dev", "--data", dataDir, "--listen", "127.0.0.1:0"}, func(k string) string { return env[k] }, pw, io.Discard)
+		err := run(ctx, args, func(k string) string { return env[k] }, pw, io.Discard)
 		pw.CloseWithError(io.EOF)
 		d.done <- err
 	}()
@@ -328,31 +335,14 @@ func TestDevFailedStartLeavesNoTemporaryDirectory(t *testing.T) {
 	}
 
 	// The same TMPDIR, a start that serves: its directory stays.
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := run(ctx, []string{"dev", "--listen", "127.0.0.1:0"}, func(string) string { return "" }, pw, io.Discard)
-		pw.CloseWithError(io.EOF)
-		done <- err
-	}()
-	var banner strings.Builder
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		banner.WriteString(sc.Text() + "\n")
-		if bannerSecret.MatchString(banner.String()) {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("dev: %v\n%s", err, banner.String())
+	d := startDevWith(t, nil)
+	if err := d.stop(t); err != nil {
+		t.Fatalf("dev: %v\n%s", err, d.banner)
 	}
 	left, _ := os.ReadDir(tmp)
 	if len(left) != 1 || !strings.HasPrefix(left[0].Name(), "keenauthd-dev-") ||
-		!strings.Contains(banner.String(), "data:        "+filepath.Join(tmp, left[0].Name())+" ") {
-		t.Fatalf("after a start that served, TMPDIR holds %v; banner:\n%s", names(left), banner.String())
+		!strings.Contains(d.banner, "data:        "+filepath.Join(tmp, left[0].Name())+" ") {
+		t.Fatalf("after a start that served, TMPDIR holds %v; banner:\n%s", names(left), d.banner)
 	}
 }
 

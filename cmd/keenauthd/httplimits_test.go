@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -67,47 +65,19 @@ func TestConfigReadsTheHTTPTimeoutsAndTheBodyBudget(t *testing.T) {
 // (503), and the server goes on serving.
 func TestDevBoundsBodiesByItsVariables(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
 	env := map[string]string{"KEENAUTHD_SHUTDOWN_TIMEOUT": "5s", "KEENAUTHD_BODY_READ_TIMEOUT": "3s",
 		"KEENAUTHD_BODY_MIN_RATE_KIB": "1048576", "KEENAUTHD_BODY_BUDGET_MIB": "1", "KEENAUTHD_BODY_BUDGET_WAIT": "100ms"}
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := run(ctx, []string{"dev", "--data", t.TempDir(), "--listen", "127.0.0.1:0"}, func(k string) string { return env[k] }, pw, io.Discard)
-		pw.CloseWithError(io.EOF)
-		done <- err
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("keenauthd dev did not stop")
-		}
-	})
-	var banner strings.Builder
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		banner.WriteString(sc.Text() + "\n")
-		if bannerSecret.MatchString(banner.String()) {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	addr, secret := bannerAddr.FindStringSubmatch(banner.String()), bannerSecret.FindStringSubmatch(banner.String())
-	if addr == nil || secret == nil {
-		t.Fatalf("keenauthd dev printed no address or key:\n%s", banner.String())
-	}
+	d := startDevWith(t, env, "--data", t.TempDir())
 
 	// stalled sends the head of a 1 MiB plan upload and none of its body,
 	// and returns the status and code of its answer.
 	stalled := func() (int, string, string) {
-		nc, err := net.Dial("tcp", addr[1])
+		nc, err := net.Dial("tcp", d.addr)
 		if err != nil {
 			return 0, "", err.Error()
 		}
 		defer nc.Close()
-		fmt.Fprintf(nc, "POST /v1/config-plans HTTP/1.1\r\nHost: keenauthd\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", secret[1], 1<<20)
+		fmt.Fprintf(nc, "POST /v1/config-plans HTTP/1.1\r\nHost: keenauthd\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", d.secret, 1<<20)
 		_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
 		if err != nil {
@@ -146,8 +116,8 @@ func TestDevBoundsBodiesByItsVariables(t *testing.T) {
 		t.Fatalf("answers to two stalled uploads = %v, want %v", got, want)
 	}
 
-	req, _ := http.NewRequest("GET", "http://"+addr[1]+"/v1/config-plans", nil)
-	req.Header.Set("Authorization", "Bearer "+secret[1])
+	req, _ := http.NewRequest("GET", "http://"+d.addr+"/v1/config-plans", nil)
+	req.Header.Set("Authorization", "Bearer "+d.secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
