@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -22,6 +23,31 @@ type Actor struct {
 	APIKeyID      string
 	Permissions   map[string]bool
 	RequestID     string
+	// KeyCreatedAt is when the API key was created (GET /v1/api-keys/current).
+	KeyCreatedAt time.Time
+}
+
+// CurrentKey is the API key of a request as GET /v1/api-keys/current
+// answers it: never its secret or hash.
+type CurrentKey struct {
+	ID            string   `json:"id"`
+	Object        string   `json:"object"`
+	EnvironmentID string   `json:"environment_id"`
+	Permissions   []string `json:"permissions"`
+	CreatedAt     Time     `json:"created_at"`
+}
+
+// CurrentKey describes the actor's API key, its permissions sorted. Any
+// authenticated key may read itself: it needs no permission.
+func (a Actor) CurrentKey() CurrentKey {
+	perms := make([]string, 0, len(a.Permissions))
+	for p, held := range a.Permissions {
+		if held {
+			perms = append(perms, p)
+		}
+	}
+	slices.Sort(perms)
+	return CurrentKey{ID: a.APIKeyID, Object: "api_key", EnvironmentID: a.EnvironmentID, Permissions: perms, CreatedAt: Time(a.KeyCreatedAt)}
 }
 
 // Can reports whether the actor holds every permission of perms.
@@ -190,7 +216,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error
 	if err := json.Unmarshal(row.Permissions, &perms); err != nil {
 		return Actor{}, fmt.Errorf("key %s permissions: %w", keyID, err)
 	}
-	a := Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: map[string]bool{}}
+	a := Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: map[string]bool{}, KeyCreatedAt: row.CreatedAt}
 	for _, p := range perms {
 		a.Permissions[p] = true
 	}

@@ -256,6 +256,11 @@ func (s *Server) listLogs(c *gin.Context) {
 	})
 }
 
+// currentKey answers the request's own API key; any valid key may read it.
+func (s *Server) currentKey(c *gin.Context) {
+	s.answer(c, actor(c).CurrentKey(), nil)
+}
+
 func (s *Server) tokenActivity(c *gin.Context) {
 	body, err := s.readBody(c, defaultBodyLimit)
 	if err != nil {

@@ -102,6 +102,7 @@ func New(d Deps) *gin.Engine {
 	api.POST("/config-revisions/:id", s.revisionAction)
 	api.POST("/connections/:key", s.connectionAction)
 	api.GET("/management-logs", s.listLogs)
+	api.GET("/api-keys/current", s.currentKey)
 
 	internal := r.Group("/internal/v1", noStore, s.internalAuth)
 	internal.POST("/token-activity", s.tokenActivity)

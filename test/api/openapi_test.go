@@ -240,6 +240,9 @@ func TestOpenAPIDescribesARealAnswerOfEveryOperation(t *testing.T) {
 	do(200, apitest.Request{Method: "GET", Path: "/v1/config"})
 	do(400, apitest.Request{Method: "GET", Path: "/v1/config?types=nope"})
 	do(403, apitest.Request{Method: "GET", Path: "/v1/config", Secret: e.Key("config:read")})
+	do(200, apitest.Request{Method: "GET", Path: "/v1/api-keys/current"})
+	do(200, apitest.Request{Method: "GET", Path: "/v1/api-keys/current", Secret: e.Key()})
+	do(401, apitest.Request{Method: "GET", Path: "/v1/api-keys/current", Secret: "-"})
 
 	// A plan of the §4 example (with a no_op deletion), applied.
 	do(422, apitest.Request{Method: "POST", Path: "/v1/config-plans", Body: map[string]any{"config": map[string]any{}}})
