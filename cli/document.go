@@ -18,8 +18,10 @@ const maxDocument = 12 << 20
 // readDocument reads the configuration document of -f: a file path, or
 // "-" for stdin. The file holds either the document itself or an object
 // whose top level is {"config": …} as an export writes it (its "versions"
-// member, written by export --json, is ignored). The document's bytes are
-// sent as they are: the API is the one that validates them.
+// member, written by export --json, is ignored). A JSON document's bytes
+// are sent as they are: the API is the one that validates them. A YAML
+// document (see isYAML) is converted to the JSON it stands for, members in
+// the file's order, so the API's pointers are those of the JSON equivalent.
 func readDocument(path string, stdin io.Reader) (json.RawMessage, error) {
 	name := path
 	var r io.Reader
@@ -39,6 +41,14 @@ func readDocument(path string, stdin io.Reader) (json.RawMessage, error) {
 	}
 	if len(b) > maxDocument {
 		return nil, usagef("the document in %s is over 12 MiB, the API's limit: plan fewer types at once", name)
+	}
+	if isYAML(path, b) {
+		if b, err = yamlToJSON(name, b); err != nil {
+			return nil, err
+		}
+		if len(b) > maxDocument {
+			return nil, usagef("the document in %s is over 12 MiB as JSON, the API's limit: plan fewer types at once", name)
+		}
 	}
 	return unwrapDocument(name, b)
 }
