@@ -25,7 +25,8 @@ import (
 const (
 	// ExitOK: the command did what it was asked.
 	ExitOK = 0
-	// ExitRefused: the API refused the request (or another failure).
+	// ExitRefused: the API refused the request, could not be reached at
+	// all until --retry-for was spent, or another failure.
 	ExitRefused = 1
 	// ExitUsage: the command line, an input file or a required environment
 	// variable is wrong; nothing was sent.
@@ -34,8 +35,8 @@ const (
 	// (409 config_conflict, conflict, config_plan_not_applicable; 410):
 	// make a new plan.
 	ExitStale = 3
-	// ExitUnavailable: the API could not be reached, or stayed unavailable
-	// or rate limited, until --retry-for was spent.
+	// ExitUnavailable: the API stayed unavailable or rate limited, or its
+	// answer was lost, until --retry-for was spent.
 	ExitUnavailable = 4
 	// ExitInterrupted: interrupted (Ctrl-C).
 	ExitInterrupted = 130
@@ -44,15 +45,21 @@ const (
 // DefaultAPIURL is the API's root when KEENAUTH_API_URL is not set.
 const DefaultAPIURL = "http://127.0.0.1:8080"
 
+// DefaultRetryFor is how long a request is retried when --retry-for is not
+// given: long enough for a server restarting, short enough that a wrong
+// URL is reported within a CI step's patience.
+const DefaultRetryFor = 30 * time.Second
+
 const exitStatusHelp = `Exit status:
   0  success
-  1  the API refused the request
+  1  the API refused the request, or could not be reached at all (connection
+     refused, a name that does not resolve) after retrying for --retry-for
   2  usage: a wrong flag or argument, an unreadable input file, a missing
      environment variable; nothing was sent
   3  the plan is stale or conflicts with the configuration (409
      config_conflict, conflict or config_plan_not_applicable; 410 expired):
      make a new plan
-  4  the API could not be reached, or stayed unavailable or rate limited,
+  4  the API stayed unavailable or rate limited, or its answer was lost,
      after retrying for --retry-for
   130  interrupted`
 
@@ -150,7 +157,7 @@ Environment:
 	pf.StringVar(&a.apiURL, "api-url", "", "the API's root URL without /v1 (default $KEENAUTH_API_URL, else "+DefaultAPIURL+")")
 	pf.StringVar(&a.secret, "secret-key", "", "the API key (default $KEENAUTH_SECRET_KEY; prefer the variable: flags show in process lists)")
 	pf.BoolVar(&a.json, "json", false, "print the API's JSON answer unchanged")
-	pf.DurationVar(&a.retryFor, "retry-for", 2*time.Minute, "how long to keep retrying 429, 503 and network failures (0: never retry)")
+	pf.DurationVar(&a.retryFor, "retry-for", DefaultRetryFor, "how long in all to keep retrying a server that cannot be reached, 429, 503 and lost answers; each retry is announced on standard error (0: never retry)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		a.started = true
 		return nil
@@ -227,6 +234,9 @@ func exitCode(err error) int {
 	case errors.As(err, &ue):
 		return ExitUsage
 	case errors.As(err, &ne):
+		if ne.unreachable() {
+			return ExitRefused
+		}
 		return ExitUnavailable
 	case errors.As(err, &ae):
 		return apiExitCode(ae)

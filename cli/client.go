@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,14 +19,20 @@ import (
 // network failure, retried like one.
 const attemptTimeout = 2 * time.Minute
 
+// connectTimeout bounds the connection of one attempt (name resolution
+// and TCP connect). A retry's connection also ends with --retry-for, so
+// that a server that cannot be reached is given up on in time.
+const connectTimeout = 10 * time.Second
+
 // client calls the Keenauth API.
 type client struct {
 	baseURL  *url.URL
 	secret   string
 	http     *http.Client
 	retryFor time.Duration
-	// wait sleeps between attempts, showing why on a terminal.
-	wait func(ctx context.Context, d time.Duration, reason string) error
+	// wait sleeps between attempts, announcing each retry on standard
+	// error.
+	wait func(ctx context.Context, d time.Duration, announce string) error
 }
 
 // newHTTPClient is the client of every API call. It never follows a
@@ -33,10 +40,44 @@ type client struct {
 // resolved secrets, to wherever the answer points (a 307 or 308 resends
 // the body). A 3xx answer is returned as it is and do turns it into a
 // *redirectError.
+//
+// A failure to connect is returned as a *dialError: nothing was sent, so
+// any request may be sent again.
 func newHTTPClient() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error {
+	d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dl, ok := ctx.Value(connectDeadlineKey{}).(time.Time); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl)
+			defer cancel()
+		}
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, &dialError{err: err}
+		}
+		return conn, nil
+	}
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}
+}
+
+// connectDeadlineKey carries, in a request's context, when its connection
+// attempt must end.
+type connectDeadlineKey struct{}
+
+// dialError is a failure to connect to the API at all (connection refused,
+// a name that does not resolve, no route): the request was not sent.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// unreachable reports a failure to connect at all.
+func unreachable(err error) bool {
+	var de *dialError
+	return errors.As(err, &de)
 }
 
 // request is one API call.
@@ -135,6 +176,9 @@ type networkError struct {
 	waited   time.Duration
 }
 
+// unreachable reports that no attempt could even connect.
+func (e *networkError) unreachable() bool { return unreachable(e.err) }
+
 func (e *networkError) Error() string {
 	return fmt.Sprintf("cannot reach the API at %s: %s", e.url, describeNetworkError(e.err))
 }
@@ -206,7 +250,16 @@ func (c *client) do(ctx context.Context, r request) (*response, error) {
 	start := time.Now()
 	deadline := start.Add(c.retryFor)
 	for attempt := 1; ; attempt++ {
-		resp, err := c.attempt(ctx, r, target)
+		actx := ctx
+		if attempt > 1 {
+			// A retry connects within what is left of --retry-for.
+			cd := time.Now().Add(connectTimeout)
+			if deadline.Before(cd) {
+				cd = deadline
+			}
+			actx = context.WithValue(ctx, connectDeadlineKey{}, cd)
+		}
+		resp, err := c.attempt(actx, r, target)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -225,7 +278,9 @@ func (c *client) do(ctx context.Context, r request) (*response, error) {
 			}
 			return resp, nil
 		}
-		if err := c.wait(ctx, wait, reason); err != nil {
+		left := time.Until(deadline).Round(time.Second)
+		msg := fmt.Sprintf("%s; retrying in %s (attempt %d; --retry-for %s, %s left)", reason, roundWait(wait), attempt+1, c.retryFor, left)
+		if err := c.wait(ctx, wait, msg); err != nil {
 			return nil, err
 		}
 	}

@@ -17,15 +17,20 @@ import (
 const maxBackoff = 15 * time.Second
 
 // retryable decides whether an attempt is tried again, after how long, and
-// why (shown by the spinner). It retries what cannot have been half done,
-// or that an Idempotency-Key makes safe to send again:
+// why (announced on standard error). It retries what cannot have been half
+// done, or that an Idempotency-Key makes safe to send again:
+//   - a failure to connect at all, whatever the request: nothing was sent;
 //   - 429 rate_limited and 503 service_unavailable, after Retry-After;
 //   - 502 and 504 from a gateway in front of the API;
 //   - 409 idempotency_key_in_use: the first attempt of this key still runs;
-//   - a failure to get any answer.
+//   - a failure to get any answer once connected.
 //
-// A POST is retried only when it carries an Idempotency-Key.
+// Past a failure to connect, a POST is retried only when it carries an
+// Idempotency-Key.
 func retryable(r request, resp *response, err error, attempt int) (time.Duration, string, bool) {
+	if err != nil && unreachable(err) {
+		return withJitter(backoff(attempt)), "cannot reach the API (" + describeNetworkError(err) + ")", true
+	}
 	if r.method != http.MethodGet && r.idempotencyKey == "" {
 		return 0, "", false
 	}
@@ -108,37 +113,27 @@ func problemPolicy(body []byte) string {
 	return p.Policy
 }
 
-var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+// roundWait writes a wait readably: whole seconds, or hundredths below one.
+func roundWait(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
 
-// waiter returns the wait between attempts: a spinner with the reason on
-// a terminal, silence otherwise (a CI log gets no animation).
-func waiter(stderr io.Writer) func(ctx context.Context, d time.Duration, reason string) error {
-	tty := isTerminal(stderr)
-	return func(ctx context.Context, d time.Duration, reason string) error {
+// waiter returns the wait between attempts. Every retry is announced on
+// standard error with one line, on a terminal or in a CI log alike: a run
+// that waits says why, and a CI log shows what the time went on.
+func waiter(stderr io.Writer) func(ctx context.Context, d time.Duration, announce string) error {
+	return func(ctx context.Context, d time.Duration, announce string) error {
+		fmt.Fprintf(stderr, "keenauth: %s\n", announce)
 		timer := time.NewTimer(d)
 		defer timer.Stop()
-		if !tty {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-timer.C:
-				return nil
-			}
-		}
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		end := time.Now().Add(d)
-		defer fmt.Fprint(stderr, "\r\x1b[K")
-		for i := 0; ; i++ {
-			left := time.Until(end).Round(time.Second)
-			fmt.Fprintf(stderr, "\r\x1b[K%s %s; retrying in %s", spinnerFrames[i%len(spinnerFrames)], reason, max(left, 0))
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-timer.C:
-				return nil
-			case <-tick.C:
-			}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 )
@@ -54,6 +55,7 @@ func TestRetryableOnlyWhatIsSafe(t *testing.T) {
 		return &response{status: status, header: h, body: []byte(body)}
 	}
 	netErr := errors.New("connection reset by peer")
+	dialErr := &url.Error{Op: "Post", URL: "http://x", Err: &dialError{err: errors.New("dial tcp 127.0.0.1:9: connect: connection refused")}}
 	cases := []struct {
 		name    string
 		r       request
@@ -71,6 +73,8 @@ func TestRetryableOnlyWhatIsSafe(t *testing.T) {
 		{"network failure", withKey, nil, netErr, true, time.Second},
 		{"POST without a key", noKey, answer(503, "1", ""), nil, false, 0},
 		{"POST without a key, network", noKey, nil, netErr, false, 0},
+		{"POST without a key, not connected: nothing was sent", noKey, nil, dialErr, true, time.Second},
+		{"GET, not connected", get, nil, dialErr, true, time.Second},
 		{"conflict", withKey, answer(409, "", `{"code":"config_conflict"}`), nil, false, 0},
 		{"500", withKey, answer(500, "", `{"code":"internal_error"}`), nil, false, 0},
 		{"422", withKey, answer(422, "", `{"code":"validation_failed"}`), nil, false, 0},
@@ -87,6 +91,9 @@ func TestRetryableOnlyWhatIsSafe(t *testing.T) {
 	}
 	if _, reason, _ := retryable(withKey, answer(429, "1", `{"code":"rate_limited","policy":"config_plan"}`), nil, 1); reason != "rate limited (config_plan)" {
 		t.Errorf("429 reason = %q", reason)
+	}
+	if _, reason, _ := retryable(noKey, nil, dialErr, 1); reason != "cannot reach the API (dial tcp 127.0.0.1:9: connect: connection refused)" {
+		t.Errorf("reason of a failed connection = %q", reason)
 	}
 }
 
