@@ -31,6 +31,9 @@ const (
 	// ExitUsage: the command line, an input file or a required environment
 	// variable is wrong; nothing was sent.
 	ExitUsage = 2
+	// ExitChanges: with --detailed-exitcode, the plan has changes (and every
+	// failure is ExitRefused, as Terraform does).
+	ExitChanges = 2
 	// ExitStale: the plan is stale or conflicts with the configuration
 	// (409 config_conflict, conflict, config_plan_not_applicable; 410):
 	// make a new plan.
@@ -61,7 +64,9 @@ const exitStatusHelp = `Exit status:
      make a new plan
   4  the API stayed unavailable or rate limited, or its answer was lost,
      after retrying for --retry-for
-  130  interrupted`
+  130  interrupted
+With --detailed-exitcode (config plan, config show): 0 no changes, 2 changes
+present, 1 any failure.`
 
 // app is one invocation: its streams, environment and global flags.
 type app struct {
@@ -80,6 +85,11 @@ type app struct {
 	// started is set once a command's own code runs: an error before it is
 	// cobra refusing the command line.
 	started bool
+	// exit is the status of a command that succeeded but has something to
+	// say by it (--detailed-exitcode).
+	exit int
+	// detailedExit is --detailed-exitcode: every failure exits 1.
+	detailedExit bool
 }
 
 // usageError is a mistake on the command line or in local input (exit 2).
@@ -114,7 +124,7 @@ func Run(ctx context.Context, args []string, env func(string) string, stdin io.R
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return ExitOK
+		return a.exit
 	}
 	var ue *usageError
 	if !a.started && !errors.As(err, &ue) {
@@ -125,7 +135,26 @@ func Run(ctx context.Context, args []string, env func(string) string, stdin io.R
 	if cmd == nil {
 		cmd = root
 	}
-	return a.fail(cmd, err)
+	code := a.fail(cmd, err)
+	if a.detailedExit || detailedExitRequested(args) {
+		// 2 means "changes present": no failure may look like it.
+		return ExitRefused
+	}
+	return code
+}
+
+// detailedExitRequested finds --detailed-exitcode on a command line that
+// failed to parse, so that even a usage error exits 1 with it.
+func detailedExitRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--detailed-exitcode", "--detailed-exitcode=true":
+			return true
+		}
+	}
+	return false
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -114,19 +114,29 @@ func writeFileAtomic(path string, data []byte) error {
 func (a *app) planCommand() *cobra.Command {
 	var file string
 	var prune bool
+	var view planView
 	c := &cobra.Command{
 		Use:   "plan -f FILE",
 		Short: "Plan the changes a document makes",
 		Long: `Sends the document of FILE (- for standard input) and prints the plan the
 API stores: every change with its diff, the summary, the warnings, the
 secrets the apply will need, and the command that applies it. FILE holds the
-document itself, or {"config": …} as config export writes it.
+document itself, or {"config": …} as config export writes it, in JSON or
+YAML (a .yaml or .yml file, or content that does not start as JSON does,
+with { or [), which is sent as the same JSON: the API's error pointers are
+the same either way.
 
 With --prune, every existing resource of a planned type that the document
-leaves out is deleted.`,
+leaves out is deleted. Unchanged resources are counted on one line unless
+--show-unchanged lists them.
+
+--detailed-exitcode exits 0 when the plan changes nothing, 2 when it has
+changes and 1 on any failure, as terraform plan -detailed-exitcode does.`,
 		Example: `  keenauth config plan -f keenauth.json
+  keenauth config plan -f keenauth.yaml --show-unchanged
   keenauth config export | keenauth config plan -f -
-  keenauth config plan -f keenauth.json --prune --json | jq -r .id`,
+  keenauth config plan -f keenauth.json --prune --json | jq -r .id
+  keenauth config plan -f keenauth.json --detailed-exitcode; [ $? -eq 2 ] && echo "changes to review"`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
@@ -150,34 +160,61 @@ leaves out is deleted.`,
 			if err != nil {
 				return err
 			}
-			return a.printPlan(resp)
+			return a.printPlan(resp, view)
 		},
 	}
-	c.Flags().StringVarP(&file, "file", "f", "", "the document (- for standard input)")
+	c.Flags().StringVarP(&file, "file", "f", "", "the document, JSON or YAML (- for standard input)")
 	c.Flags().BoolVar(&prune, "prune", false, "delete the resources of the planned types that the document leaves out")
-	_ = c.MarkFlagFilename("file", "json")
+	view.add(a, c, true)
+	_ = c.MarkFlagFilename("file", "json", "yaml", "yml")
 	return c
 }
 
-// printPlan writes a plan answer: unchanged with --json, else for review.
-func (a *app) printPlan(resp *response) error {
-	if a.json {
-		writeRaw(a.stdout, resp.body)
-		return nil
+// planView is how a plan is printed: --show-unchanged.
+type planView struct {
+	showUnchanged bool
+}
+
+// add adds --show-unchanged to c, and --detailed-exitcode when detailed.
+// The latter is bound to the app, so that a failure after the flags are
+// parsed (a missing argument) exits 1 too.
+func (v *planView) add(a *app, c *cobra.Command, detailed bool) {
+	c.Flags().BoolVar(&v.showUnchanged, "show-unchanged", false, "list every unchanged (no_op) resource instead of counting them")
+	if detailed {
+		c.Flags().BoolVar(&a.detailedExit, "detailed-exitcode", false, "exit 0 when nothing changes, 2 when the plan has changes, 1 on any failure")
 	}
+}
+
+// printPlan writes a plan answer: unchanged with --json, else for review.
+// With --detailed-exitcode the exit status says whether it changes
+// anything.
+func (a *app) printPlan(resp *response, view planView) error {
 	var pl plan
 	if err := decode(resp, &pl); err != nil {
 		return err
 	}
-	renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl)
+	if a.detailedExit && pl.hasChanges() {
+		a.exit = ExitChanges
+	}
+	if a.json {
+		writeRaw(a.stdout, resp.body)
+		return nil
+	}
+	renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
 	return nil
 }
 
 func (a *app) showCommand() *cobra.Command {
-	return &cobra.Command{
+	var view planView
+	c := &cobra.Command{
 		Use:   "show PLAN",
 		Short: "Show a plan: its changes, warnings, secrets and status",
+		Long: `Prints a stored plan as config plan does, and what became of it.
+
+--detailed-exitcode exits 0 when the plan changes nothing, 2 when it has
+changes (whatever its status) and 1 on any failure.`,
 		Example: `  keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5
+  keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5 --show-unchanged
   keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5 --json | jq .status`,
 		Args:              exactArgs("PLAN"),
 		ValidArgsFunction: a.completePlans(""),
@@ -190,9 +227,11 @@ func (a *app) showCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printPlan(resp)
+			return a.printPlan(resp, view)
 		},
 	}
+	view.add(a, c, true)
+	return c
 }
 
 func (a *app) applyCommand() *cobra.Command {

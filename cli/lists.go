@@ -185,6 +185,7 @@ func (a *app) revisionsCommand() *cobra.Command {
 			return nil
 		},
 	}
+	var restoreView planView
 	restore := &cobra.Command{
 		Use:   "restore REVISION",
 		Short: "Plan the rollback of a revision (review it, then apply it)",
@@ -204,9 +205,10 @@ to the state it recorded. Nothing changes until that plan is applied.`,
 			if err != nil {
 				return err
 			}
-			return a.printPlan(resp)
+			return a.printPlan(resp, restoreView)
 		},
 	}
+	restoreView.add(a, restore, false)
 	c.AddCommand(list, show, restore)
 	return c
 }

@@ -108,12 +108,20 @@ type page[T any] struct {
 }
 
 // renderChanges writes every change with its diff, in the plan's order.
-func renderChanges(w io.Writer, p palette, changes []change) {
+// Unchanged (no_op) resources are one count line at the end unless
+// showUnchanged: a plan over thousands of resources that changes two
+// reads as two changes, not pages of "= no_op".
+func renderChanges(w io.Writer, p palette, changes []change, showUnchanged bool) {
 	if len(changes) == 0 {
 		fmt.Fprintln(w, "  (no changes)")
 		return
 	}
+	unchanged := 0
 	for _, c := range changes {
+		if c.Action == "no_op" && !showUnchanged {
+			unchanged++
+			continue
+		}
 		var head string
 		switch c.Action {
 		case "create":
@@ -146,6 +154,19 @@ func renderChanges(w io.Writer, p palette, changes []change) {
 			fmt.Fprintln(w, "      needs secret "+c.SecretRef)
 		}
 	}
+	if unchanged > 0 {
+		fmt.Fprintln(w, p.dim(fmt.Sprintf("  = %d unchanged (not listed; --show-unchanged lists them)", unchanged)))
+	}
+}
+
+// hasChanges reports a change other than no_op.
+func (pl *plan) hasChanges() bool {
+	for _, c := range pl.Changes {
+		if c.Action != "no_op" {
+			return true
+		}
+	}
+	return false
 }
 
 func colourDiffLine(p palette, l string) string {
@@ -307,14 +328,14 @@ func (pl *plan) applyCommand() string {
 
 // renderPlan writes a plan for review: the changes and their diffs, the
 // summary, the warnings, the secrets the apply needs, and what to run next.
-func renderPlan(w io.Writer, p palette, pl *plan) {
+func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 	fmt.Fprintf(w, "%s %s for %s (%s, expires %s)\n", p.bold("Plan"), p.bold(pl.ID), pl.EnvironmentID, pl.Status, pl.ExpiresAt)
 	types := strings.Join(pl.Types, ", ")
 	if pl.Prune {
 		types += " (prune: resources the document leaves out are deleted)"
 	}
 	fmt.Fprintf(w, "Types: %s\n\n", types)
-	renderChanges(w, p, pl.Changes)
+	renderChanges(w, p, pl.Changes, showUnchanged)
 	fmt.Fprintf(w, "\nSummary: %s.\n", pl.Summary)
 	if len(pl.Warnings) > 0 {
 		fmt.Fprintf(w, "\n%s\n", p.yellow("Warnings:"))
