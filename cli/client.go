@@ -131,6 +131,9 @@ type apiError struct {
 	// attempts and waited say how hard the CLI tried before giving up.
 	attempts int
 	waited   time.Duration
+	// flagOf, when set, writes a problem of the request body as the flag
+	// of the command line that produced it (false: none did).
+	flagOf func(fieldError) (string, bool)
 }
 
 func (e *apiError) Error() string {

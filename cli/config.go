@@ -308,7 +308,7 @@ Retry-After the API asks for, until --retry-for is spent.
 			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans/" + url.PathEscape(id) + ":apply",
 				query: q, body: raw, idempotencyKey: key})
 			if err != nil {
-				return err
+				return namingFlags(err, applyFlags{confirm: confirm, spHost: spHost, spHostSet: cmd.Flags().Changed("sp-host")})
 			}
 			if a.json {
 				writeRaw(a.stdout, resp.body)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -243,13 +244,32 @@ counts, and one <kind>.created|updated|deleted entry per changed resource.`,
   keenauth logs --type connection.deleted --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("type") && !slices.Contains(logTypes(), typ) {
+				return cmdLinef("unknown --type %q: the management log's types are config.applied and <kind>.created, "+
+					"<kind>.updated or <kind>.deleted, where <kind> is one of %s", typ, strings.Join(kindNames, ", "))
+			}
 			return listTable(a, cmd, &lf, "/v1/management-logs", map[string]string{"type": typ}, "No entries.",
 				[]string{"ID", "CREATED", "TYPE", "DETAILS"}, func(e logEntry) []string {
 					return []string{e.ID, e.CreatedAt, e.Type, logDetails(e)}
 				})
 		},
 	}
-	c.Flags().StringVar(&typ, "type", "", "only entries of this type, e.g. config.applied or connection.deleted")
+	c.Flags().StringVar(&typ, "type", "", "only entries of this type: config.applied, or <kind>.created|updated|deleted (e.g. connection.deleted)")
 	lf.add(c)
+	_ = c.RegisterFlagCompletionFunc("type", cobra.FixedCompletions(logTypes(), cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// logTypes are the types of the management log's entries (SPEC §7): one
+// config.applied per apply, and <kind>.created|updated|deleted per
+// changed resource. The list is the CLI's, so that a misspelt --type is
+// an error rather than an empty page.
+func logTypes() []string {
+	out := []string{"config.applied"}
+	for _, k := range kindNames {
+		for _, what := range []string{"created", "updated", "deleted"} {
+			out = append(out, k+"."+what)
+		}
+	}
+	return out
 }

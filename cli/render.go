@@ -238,7 +238,7 @@ func pointerTokens(ptr string) []string {
 	}
 	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
 	for i, t := range parts {
-		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+		parts[i] = unescapeToken(t)
 	}
 	return parts
 }
@@ -499,6 +499,12 @@ func logDetails(e logEntry) string {
 func renderProblemDetails(b *strings.Builder, e *apiError) {
 	p := e.problem
 	for _, fe := range p.Errors {
+		if e.flagOf != nil {
+			if line, ok := e.flagOf(fe); ok {
+				b.WriteString("  " + line + "\n")
+				continue
+			}
+		}
 		ptr := fe.Pointer
 		if ptr == "" {
 			ptr = "(request)"
