@@ -56,7 +56,8 @@ const DefaultRetryFor = 30 * time.Second
 const exitStatusHelp = `Exit status:
   0  success
   1  the API refused the request, or could not be reached at all (connection
-     refused, a name that does not resolve) after retrying for --retry-for
+     refused, a name that does not resolve) after retrying for --retry-for;
+     connections test: the test failed
   2  usage: a wrong flag or argument, an unreadable input file, a missing
      environment variable; nothing was sent
   3  the plan is stale or conflicts with the configuration (409
@@ -86,7 +87,7 @@ type app struct {
 	// cobra refusing the command line.
 	started bool
 	// exit is the status of a command that succeeded but has something to
-	// say by it (--detailed-exitcode).
+	// say by it (--detailed-exitcode, a failed connection test).
 	exit int
 	// detailedExit is --detailed-exitcode: every failure exits 1.
 	detailedExit bool
@@ -195,7 +196,8 @@ Environment:
 		return cmdLinef("%v", err)
 	})
 	root.CompletionOptions.HiddenDefaultCmd = false
-	root.AddCommand(a.configCommand(), a.plansCommand(), a.revisionsCommand(), a.logsCommand())
+	root.AddCommand(a.configCommand(), a.plansCommand(), a.revisionsCommand(), a.logsCommand(),
+		a.connectionsCommand(), a.whoamiCommand(), a.versionCommand())
 	return root
 }
 

@@ -33,6 +33,9 @@ func TestAServerThatCannotBeReachedIsRetriedForRetryForThenExits1(t *testing.T) 
 		{"plans", "list"},
 		{"config", "plan", "-f", doc},
 		{"config", "apply", "cfgp_01m4qpqtywfs7930tb6kqn5rc5", "--idempotency-key", "k1"},
+		{"whoami", "--json"},
+		{"connections", "test", "acme-sso"},
+		{"config", "plan", "-f", doc, "--detailed-exitcode"},
 	} {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
 			t.Parallel()
