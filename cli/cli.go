@@ -170,6 +170,9 @@ and can be restored; the management log records every apply.
 keenauth never follows a redirect: a 3xx answer is an error that names its
 Location (exit 1), and nothing is sent there.
 
+A server that cannot be reached, a 429 or a 503 is retried for at most
+--retry-for in all (default 30s), each retry announced on standard error.
+
 Environment:
   KEENAUTH_API_URL     the API's root URL, without /v1 (default ` + DefaultAPIURL + `)
   KEENAUTH_SECRET_KEY  the API key (ksk_…) of the environment

@@ -3,17 +3,21 @@
 // plan, list and restore revisions, read the management log.
 //
 //	keenauth config export [--types connection,api] [-o FILE]
-//	keenauth config plan -f FILE [--prune]
-//	keenauth config show PLAN
+//	keenauth config plan -f FILE [--prune] [--show-unchanged] [--detailed-exitcode]
+//	keenauth config show PLAN [--show-unchanged] [--detailed-exitcode]
 //	keenauth config apply PLAN [--confirm-deletion KIND/KEY]… [--secrets-from-env] [--sp-host H] [--idempotency-key K] [--validate-only]
 //	keenauth plans list [--status S] [--limit N]
 //	keenauth revisions list | show ID | restore ID
 //	keenauth logs [--type T]
+//	keenauth connections test KEY
+//	keenauth whoami
+//	keenauth version
 //	keenauth completion bash|zsh|fish|powershell
 //
 // KEENAUTH_API_URL (the server's root URL, without /v1) and
 // KEENAUTH_SECRET_KEY configure it; --json prints the API's answers
-// unchanged. It is built on github.com/spf13/cobra, the best kept of Go's
+// unchanged; --retry-for (30s) bounds the retries, each announced on
+// standard error. It is built on github.com/spf13/cobra, the best kept of Go's
 // command-line libraries, which gives shell completion for free. The
 // commands live in package cli; `keenauth --help` lists the exit statuses.
 package main
