@@ -81,7 +81,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 	}
 	confirmed, problems := req.validate(p)
 	if len(problems) > 0 {
-		return ApplyResult{}, s.reject(ctx, a, p, opt, Problems("validation_failed", problems))
+		return ApplyResult{}, s.reject(ctx, a, p, opt, Problems(CodeValidationFailed, problems))
 	}
 	if err := s.checkConfirmations(ctx, a, p, confirmed); err != nil {
 		var de *Error
@@ -92,7 +92,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 	}
 	for _, c := range p.Changes {
 		if c.RequiresSecret && !c.WritesMaterial {
-			return ApplyResult{}, s.reject(ctx, a, p, opt, &Error{Code: "not_implemented",
+			return ApplyResult{}, s.reject(ctx, a, p, opt, &Error{Code: CodeNotImplemented,
 				Detail: fmt.Sprintf("%s needs a social connection's client secret, which cannot be written yet; nothing was written", resourceRef(c.Kind, c.Key))})
 		}
 	}
@@ -145,7 +145,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 		s.log.ErrorContext(ctx, "apply failed", "plan_id", p.ID, "error", err)
 		_ = s.release(ctx, a, p, token, nil)
 		if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-			return ApplyResult{}, &Error{Code: "service_unavailable", Detail: "the directory is temporarily unavailable; nothing was written",
+			return ApplyResult{}, &Error{Code: CodeServiceUnavailable, Detail: "the directory is temporarily unavailable; nothing was written",
 				Extra: map[string]any{"retry_after": 1}}
 		}
 		return ApplyResult{}, err
@@ -179,7 +179,7 @@ func retryOfKey(p *Plan, fingerprint string) (replay bool, err error) {
 	case StatusApplied:
 		return true, nil
 	case StatusApplying:
-		return false, &Error{Code: "idempotency_key_in_use", Detail: "a request with this Idempotency-Key is still applying the plan",
+		return false, &Error{Code: CodeIdempotencyKeyInUse, Detail: "a request with this Idempotency-Key is still applying the plan",
 			Extra: map[string]any{"retry_after": 1}}
 	}
 	return false, nil
@@ -202,9 +202,9 @@ func (s *Service) checkApplicable(ctx context.Context, a Actor, p *Plan, validat
 		if !validateOnly && p.row.Status != StatusExpired {
 			s.markExpired(ctx, a, p)
 		}
-		return &Error{Code: "config_plan_expired", Detail: "the plan's validity is over; create a new plan"}
+		return &Error{Code: CodeConfigPlanExpired, Detail: "the plan's validity is over; create a new plan"}
 	default:
-		return &Error{Code: "config_plan_not_applicable", Detail: "the plan is " + p.Status + " and cannot be applied",
+		return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is " + p.Status + " and cannot be applied",
 			Extra: map[string]any{"plan_status": p.Status}}
 	}
 }
@@ -246,7 +246,7 @@ func (s *Service) checkConfirmations(ctx context.Context, a Actor, p *Plan, conf
 	if len(missing) == 0 {
 		return nil
 	}
-	return &Error{Code: "deletion_not_confirmed", Detail: fmt.Sprintf("%d protected deletion(s) must be confirmed in confirm_deletions", len(missing)),
+	return &Error{Code: CodeDeletionNotConfirmed, Detail: fmt.Sprintf("%d protected deletion(s) must be confirmed in confirm_deletions", len(missing)),
 		Extra: map[string]any{"unconfirmed_deletions": missing}}
 }
 
@@ -304,7 +304,7 @@ func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprin
 	if err := s.checkApplicable(ctx, a, cur, false); err != nil {
 		return err
 	}
-	return &Error{Code: "config_plan_not_applicable", Detail: "the plan is being applied", Extra: map[string]any{"plan_status": StatusApplying}}
+	return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is being applied", Extra: map[string]any{"plan_status": StatusApplying}}
 }
 
 // release ends a claim that did not apply: the plan returns to planned, or
@@ -317,7 +317,7 @@ func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e
 	data := map[string]any{}
 	if e != nil {
 		data["code"] = e.Code
-		if e.Code == "config_conflict" {
+		if e.Code == CodeConfigConflict {
 			status, event = StatusConflicted, "apply_conflicted"
 			data["errors"] = e.Errors
 			// The versions may have moved because this very plan wrote its
@@ -331,7 +331,7 @@ func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e
 			}
 		}
 	} else {
-		data["code"] = "internal_error"
+		data["code"] = CodeInternalError
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
@@ -409,19 +409,19 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 			v = r.Version
 		}
 		if v != p.versions[resourceRef(c.Kind, c.Key)] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: "version_changed",
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeVersionChanged,
 				Detail: fmt.Sprintf("%s is at version %d, the plan was made at version %d", resourceRef(c.Kind, c.Key), v, p.versions[resourceRef(c.Kind, c.Key)])})
 		}
 	}
 	for i, k := range p.Types {
 		if gens[k] != p.fingerprints[k] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/types/%d", i), Code: "type_changed",
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/types/%d", i), Code: CodeTypeChanged,
 				Detail: fmt.Sprintf("the %s resources changed after planning", k)})
 		}
 	}
 	for i, k := range p.ReferencingTypes {
 		if gens[k] != p.fingerprints[k] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/referencing_types/%d", i), Code: "type_changed",
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/referencing_types/%d", i), Code: CodeTypeChanged,
 				Detail: fmt.Sprintf("the %s resources, which reference a planned type, changed after planning", k)})
 		}
 	}
@@ -430,18 +430,18 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 		case c.Action == ActionCreate || c.Action == ActionUpdate:
 			for _, ref := range References(c.Kind, c.Key, c.Spec) {
 				if _, detail, ok := post.resolve(ref); !ok {
-					conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: "reference_broken", Detail: detail})
+					conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken, Detail: detail})
 				}
 			}
 		case c.Action == ActionDelete && c.Kind != KindConnection:
 			if refs := post.referrers(c.Kind, c.Key); len(refs) > 0 {
-				conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: "reference_broken",
+				conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken,
 					Detail: fmt.Sprintf("%s is now referenced by %s", resourceRef(c.Kind, c.Key), refs[0])})
 			}
 		}
 	}
 	if len(conflicts) > 0 {
-		return nil, &Error{Code: "config_conflict", Detail: "the configuration changed after the plan was made; create a new plan", Errors: conflicts}
+		return nil, &Error{Code: CodeConfigConflict, Detail: "the configuration changed after the plan was made; create a new plan", Errors: conflicts}
 	}
 
 	// Row 14: a unique value another resource holds. The holders of the
@@ -459,14 +459,14 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 			}
 			for _, other := range holders[c.Kind][u.compared()] {
 				if other != c.Key {
-					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: "duplicate",
+					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: CodeDuplicate,
 						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
 				}
 			}
 		}
 	}
 	if len(dups) > 0 {
-		return nil, &Error{Code: "conflict", Detail: "another resource already uses a unique value of this plan", Errors: dups}
+		return nil, &Error{Code: CodeConflict, Detail: "another resource already uses a unique value of this plan", Errors: dups}
 	}
 
 	// Row 15: a connection to delete is still referenced.
@@ -474,13 +474,13 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	for i, c := range p.Changes {
 		if c.Action == ActionDelete && c.Kind == KindConnection {
 			for _, ref := range post.referrers(c.Kind, c.Key) {
-				inUse = append(inUse, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: "in_use",
+				inUse = append(inUse, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeInUse,
 					Detail: fmt.Sprintf("connection %s is still used by %s", quoteShort(c.Key), ref)})
 			}
 		}
 	}
 	if len(inUse) > 0 {
-		return nil, &Error{Code: "connection_in_use", Detail: "a connection to delete is still referenced", Errors: inUse}
+		return nil, &Error{Code: CodeConnectionInUse, Detail: "a connection to delete is still referenced", Errors: inUse}
 	}
 
 	// Row 16: active enterprise connections need a successful test of the
@@ -488,7 +488,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	if untested, err := s.untestedConnections(ctx, tx, a.EnvironmentID, p, cur); err != nil {
 		return nil, err
 	} else if len(untested) > 0 {
-		return nil, &Error{Code: "connection_test_required", Detail: "an enterprise connection can be active only after a successful connection test of its material", Errors: untested}
+		return nil, &Error{Code: CodeConnectionTestRequired, Detail: "an enterprise connection can be active only after a successful connection test of its material", Errors: untested}
 	}
 
 	// Row 17: the environment's policies, as they are now.
@@ -503,7 +503,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 		}
 	}
 	if len(violations) > 0 {
-		return nil, Problems("policy_conflict", violations)
+		return nil, Problems(CodePolicyConflict, violations)
 	}
 
 	// Row 18: the revision kept for the changes.
@@ -535,7 +535,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 		return nil, err
 	}
 	if len(revBytes) > MaxPlanBytes {
-		return nil, &Error{Code: "config_document_too_large",
+		return nil, &Error{Code: CodeConfigDocumentTooLarge,
 			Detail: fmt.Sprintf("the revision of these changes would take %d bytes, over the limit of %d; plan fewer types", len(revBytes), MaxPlanBytes)}
 	}
 
@@ -547,7 +547,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	}
 	// Row 19: OIDC material needs the federation service.
 	if out.material && s.hooks.Federation == nil {
-		return nil, &Error{Code: "service_unavailable", Detail: "no federation service is configured for OIDC material; nothing was written",
+		return nil, &Error{Code: CodeServiceUnavailable, Detail: "no federation service is configured for OIDC material; nothing was written",
 			Extra: map[string]any{"retry_after": 60}}
 	}
 	if s.hooks.BeforeApplyWrite != nil {
@@ -625,7 +625,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 		return nil, res.Error
 	}
 	if res.RowsAffected != 1 {
-		return nil, &Error{Code: "config_plan_not_applicable", Detail: "the plan's apply lease was lost; nothing was written",
+		return nil, &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
 			Extra: map[string]any{"plan_status": StatusApplying}}
 	}
 	if !out.material {
@@ -737,7 +737,7 @@ func (s *Service) untestedConnections(ctx context.Context, tx *gorm.DB, envID st
 			ok = t.Status == "succeeded" && t.MaterialHash == materialHash(v.OIDC)
 		}
 		if !ok {
-			out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec", i), Code: "test_required",
+			out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec", i), Code: CodeTestRequired,
 				Detail: fmt.Sprintf("connection %s has no successful test of this material: apply it inactive, test it, then activate it", quoteShort(c.Key))})
 		}
 	}

@@ -46,18 +46,18 @@ func ParseApplyRequest(body []byte) (*ApplyRequest, error) {
 		switch k {
 		case "resolved_secrets", "confirm_deletions", "sp_host":
 		default:
-			unknown = append(unknown, FieldError{Pointer: Pointer(k), Code: "unknown_field", Detail: "unknown field " + quoteShort(k)})
+			unknown = append(unknown, FieldError{Pointer: Pointer(k), Code: CodeUnknownField, Detail: "unknown field " + quoteShort(k)})
 		}
 	}
 	if len(unknown) > 0 {
 		sortProblems(unknown)
-		return nil, &Error{Code: "unknown_field", Detail: "the request has unknown fields", Errors: unknown}
+		return nil, &Error{Code: CodeUnknownField, Detail: "the request has unknown fields", Errors: unknown}
 	}
 	var bad []FieldError
 	if raw, ok := top["resolved_secrets"]; ok && string(raw) != "null" {
 		names, err := objectKeys(raw)
 		if err != nil {
-			bad = append(bad, FieldError{Pointer: "/resolved_secrets", Code: ProblemMalformedRequest, Detail: "resolved_secrets must be an object of names to strings"})
+			bad = append(bad, FieldError{Pointer: "/resolved_secrets", Code: CodeMalformedRequest, Detail: "resolved_secrets must be an object of names to strings"})
 		} else {
 			_ = json.Unmarshal(raw, &req.ResolvedSecrets)
 			req.secretNames = names
@@ -65,19 +65,19 @@ func ParseApplyRequest(body []byte) (*ApplyRequest, error) {
 	}
 	if raw, ok := top["confirm_deletions"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &req.ConfirmDeletions); err != nil || req.ConfirmDeletions == nil {
-			bad = append(bad, FieldError{Pointer: "/confirm_deletions", Code: ProblemMalformedRequest, Detail: "confirm_deletions must be a list of strings"})
+			bad = append(bad, FieldError{Pointer: "/confirm_deletions", Code: CodeMalformedRequest, Detail: "confirm_deletions must be a list of strings"})
 		}
 	}
 	if raw, ok := top["sp_host"]; ok && string(raw) != "null" {
 		var h string
 		if err := json.Unmarshal(raw, &h); err != nil {
-			bad = append(bad, FieldError{Pointer: "/sp_host", Code: ProblemMalformedRequest, Detail: "sp_host must be a string"})
+			bad = append(bad, FieldError{Pointer: "/sp_host", Code: CodeMalformedRequest, Detail: "sp_host must be a string"})
 		} else {
 			req.SPHost = &h
 		}
 	}
 	if len(bad) > 0 {
-		return nil, &Error{Code: "malformed_request", Detail: "the request body has values of the wrong type", Errors: bad}
+		return nil, &Error{Code: CodeMalformedRequest, Detail: "the request body has values of the wrong type", Errors: bad}
 	}
 	return req, nil
 }
@@ -120,46 +120,46 @@ func (req *ApplyRequest) validate(p *Plan) (map[string]bool, []FieldError) {
 		required[name] = true
 	}
 	if len(req.secretNames) > maxApplyEntries {
-		problems = append(problems, FieldError{Pointer: "/resolved_secrets", Code: "too_many",
+		problems = append(problems, FieldError{Pointer: "/resolved_secrets", Code: CodeTooMany,
 			Detail: fmt.Sprintf("at most %d secrets may be sent", maxApplyEntries)})
 	} else {
 		for _, name := range req.secretNames {
 			ptr := Pointer("resolved_secrets", name)
 			if !secretName.MatchString(name) {
-				problems = append(problems, FieldError{Pointer: ptr, Code: "invalid", Detail: "a secret name is KEENAUTH_ followed by A-Z, 0-9 or _"})
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInvalid, Detail: "a secret name is KEENAUTH_ followed by A-Z, 0-9 or _"})
 				continue
 			}
 			if !required[name] {
-				problems = append(problems, FieldError{Pointer: ptr, Code: "secret_unused", Detail: "the plan does not need this secret"})
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretUnused, Detail: "the plan does not need this secret"})
 				continue
 			}
 			var v string
 			raw := req.ResolvedSecrets[name]
 			switch {
 			case json.Unmarshal(raw, &v) != nil:
-				problems = append(problems, FieldError{Pointer: ptr, Code: "secret_invalid", Detail: "the value must be a string"})
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretInvalid, Detail: "the value must be a string"})
 			case v == "":
-				problems = append(problems, FieldError{Pointer: ptr, Code: "secret_invalid", Detail: "the value is empty"})
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretInvalid, Detail: "the value is empty"})
 			case len(v) > maxSecretBytes:
-				problems = append(problems, FieldError{Pointer: ptr, Code: "secret_invalid",
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretInvalid,
 					Detail: fmt.Sprintf("the value is over %d bytes", maxSecretBytes)})
 			case !utf8.ValidString(v):
-				problems = append(problems, FieldError{Pointer: ptr, Code: "secret_invalid", Detail: "the value is not valid UTF-8"})
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretInvalid, Detail: "the value is not valid UTF-8"})
 			}
 		}
 		for _, name := range p.RequiredSecrets {
 			if _, ok := req.ResolvedSecrets[name]; !ok {
-				problems = append(problems, FieldError{Pointer: Pointer("resolved_secrets", name), Code: "secret_missing", Detail: "the plan needs this secret"})
+				problems = append(problems, FieldError{Pointer: Pointer("resolved_secrets", name), Code: CodeSecretMissing, Detail: "the plan needs this secret"})
 			}
 		}
 	}
 	switch {
 	case p.RequiresSPHost && req.SPHost == nil:
-		problems = append(problems, FieldError{Pointer: "/sp_host", Code: "sp_host_required", Detail: "the plan writes OIDC material: send the environment's service-provider host"})
+		problems = append(problems, FieldError{Pointer: "/sp_host", Code: CodeSPHostRequired, Detail: "the plan writes OIDC material: send the environment's service-provider host"})
 	case !p.RequiresSPHost && req.SPHost != nil:
-		problems = append(problems, FieldError{Pointer: "/sp_host", Code: "sp_host_unused", Detail: "the plan writes no OIDC material: do not send sp_host"})
+		problems = append(problems, FieldError{Pointer: "/sp_host", Code: CodeSPHostUnused, Detail: "the plan writes no OIDC material: do not send sp_host"})
 	case req.SPHost != nil && !ValidHost(*req.SPHost):
-		problems = append(problems, FieldError{Pointer: "/sp_host", Code: "invalid", Detail: "sp_host must be a lowercase DNS name of two or more labels, without a port"})
+		problems = append(problems, FieldError{Pointer: "/sp_host", Code: CodeInvalid, Detail: "sp_host must be a lowercase DNS name of two or more labels, without a port"})
 	}
 	confirmed := map[string]bool{}
 	deletions := map[string]bool{}
@@ -169,22 +169,22 @@ func (req *ApplyRequest) validate(p *Plan) (map[string]bool, []FieldError) {
 		}
 	}
 	if len(req.ConfirmDeletions) > maxApplyEntries {
-		problems = append(problems, FieldError{Pointer: "/confirm_deletions", Code: "too_many",
+		problems = append(problems, FieldError{Pointer: "/confirm_deletions", Code: CodeTooMany,
 			Detail: fmt.Sprintf("at most %d deletions may be confirmed", maxApplyEntries)})
 	} else {
 		for i, raw := range req.ConfirmDeletions {
 			ptr := fmt.Sprintf("/confirm_deletions/%d", i)
 			var ref string
 			if json.Unmarshal(raw, &ref) != nil || !validRef(ref) {
-				problems = append(problems, FieldError{Pointer: ptr, Code: "invalid", Detail: "a confirmation is <kind>/<key>, e.g. connection/legacy"})
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInvalid, Detail: "a confirmation is <kind>/<key>, e.g. connection/legacy"})
 				continue
 			}
 			switch {
 			case confirmed[ref]:
-				problems = append(problems, FieldError{Pointer: ptr, Code: "duplicate", Detail: ref + " is confirmed twice"})
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeDuplicate, Detail: ref + " is confirmed twice"})
 			case !deletions[ref]:
 				confirmed[ref] = true
-				problems = append(problems, FieldError{Pointer: ptr, Code: "not_a_deletion", Detail: ref + " is not a deletion of this plan"})
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeNotADeletion, Detail: ref + " is not a deletion of this plan"})
 			default:
 				confirmed[ref] = true
 			}

@@ -58,7 +58,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 	}
 	root, ok := tree.(*jsonObject)
 	if !ok {
-		return nil, nil, badRequest(append(bad, FieldError{Pointer: base, Code: ProblemMalformedRequest,
+		return nil, nil, badRequest(append(bad, FieldError{Pointer: base, Code: CodeMalformedRequest,
 			Detail: "The configuration document must be a JSON object."}))
 	}
 
@@ -74,7 +74,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 		ptr := base + "/" + escapeToken(docKey)
 		info, known := LookupDocKey(docKey)
 		if !known {
-			bad = append(bad, FieldError{Pointer: ptr, Code: ProblemUnknownField,
+			bad = append(bad, FieldError{Pointer: ptr, Code: CodeUnknownField,
 				Detail: "This is not a document key of the configuration."})
 			continue
 		}
@@ -83,7 +83,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 			switch v := value.(type) {
 			case nil:
 				planned[info.Kind] = true
-				problems = append(problems, FieldError{Pointer: ptr, Code: ProblemNotDeletable,
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeNotDeletable,
 					Detail: fmt.Sprintf("The %s singleton cannot be deleted.", info.Kind)})
 			case *jsonObject:
 				planned[info.Kind] = true
@@ -104,7 +104,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 		for _, key := range byKey.keys {
 			kptr := ptr + "/" + escapeToken(key)
 			if !keyPattern.MatchString(key) {
-				problems = append(problems, FieldError{Pointer: kptr, Code: ProblemInvalid,
+				problems = append(problems, FieldError{Pointer: kptr, Code: CodeInvalid,
 					Detail: "A key must be 1 to 63 lowercase letters, digits or hyphens, starting with a letter or digit."})
 			}
 			switch v := byKey.vals[key].(type) {
@@ -123,7 +123,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 		return nil, nil, badRequest(bad)
 	}
 	if len(root.keys) == 0 {
-		problems = append(problems, FieldError{Pointer: base, Code: ProblemEmpty,
+		problems = append(problems, FieldError{Pointer: base, Code: CodeEmpty,
 			Detail: "The configuration document has no type to plan."})
 	}
 
@@ -175,7 +175,7 @@ func duplicateValueProblems(doc *Document, pointers map[Kind]map[string]string) 
 				}
 				out = append(out, FieldError{
 					Pointer: pointers[kind][e.Key] + "/" + PointerEscape(uv.Field),
-					Code:    ProblemDuplicate,
+					Code:    CodeDuplicate,
 					Detail:  fmt.Sprintf("The %s %q of this document has the same %s.", kind, first, uv.Field),
 				})
 			}
@@ -187,10 +187,10 @@ func duplicateValueProblems(doc *Document, pointers map[Kind]map[string]string) 
 // badRequest is the error of 400-class problems: malformed_request when one
 // of them is, unknown_field otherwise.
 func badRequest(bad []FieldError) *Error {
-	code := ProblemUnknownField
+	code := CodeUnknownField
 	for _, p := range bad {
-		if p.Code == ProblemMalformedRequest {
-			code = ProblemMalformedRequest
+		if p.Code == CodeMalformedRequest {
+			code = CodeMalformedRequest
 			break
 		}
 	}
@@ -207,7 +207,7 @@ func escapeToken(s string) string {
 }
 
 func wrongType(ptr, want string) FieldError {
-	return FieldError{Pointer: ptr, Code: ProblemMalformedRequest, Detail: "The value must be " + want + "."}
+	return FieldError{Pointer: ptr, Code: CodeMalformedRequest, Detail: "The value must be " + want + "."}
 }
 
 // jsonObject is a decoded JSON object that remembers the order of its
@@ -240,7 +240,7 @@ func parseStrict(raw []byte, base string) (v any, problems []FieldError, ok bool
 		if errors.Is(err, errTooDeep) {
 			detail = "The value is nested too deeply."
 		}
-		return nil, []FieldError{{Pointer: base, Code: ProblemMalformedRequest, Detail: detail}}, false
+		return nil, []FieldError{{Pointer: base, Code: CodeMalformedRequest, Detail: detail}}, false
 	}
 	return v, p.dups, true
 }
@@ -291,7 +291,7 @@ func (p *strictParser) value(depth int) (any, error) {
 				return nil, err
 			}
 			if _, dup := obj.vals[key]; dup {
-				p.dups = append(p.dups, FieldError{Pointer: p.base + Pointer(p.path...), Code: ProblemMalformedRequest,
+				p.dups = append(p.dups, FieldError{Pointer: p.base + Pointer(p.path...), Code: CodeMalformedRequest,
 					Detail: "This member is repeated in its object."})
 			} else {
 				obj.keys = append(obj.keys, key)
@@ -388,7 +388,7 @@ func checkShape(v any, t reflect.Type, base string, path []string) []FieldError 
 			f, known := fields[k]
 			switch {
 			case !known:
-				out = append(out, FieldError{Pointer: base + Pointer(append(path, k)...), Code: ProblemUnknownField,
+				out = append(out, FieldError{Pointer: base + Pointer(append(path, k)...), Code: CodeUnknownField,
 					Detail: "This member is not part of the object."})
 			case obj.vals[k] == nil && f.Tag.Get("nullable") == "true":
 			default:

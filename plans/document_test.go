@@ -37,7 +37,7 @@ func problemsOf(t *testing.T, errs []FieldError) []problem {
 		if e.Detail == "" || !strings.HasSuffix(e.Detail, ".") || len(e.Detail) > 200 {
 			t.Errorf("problem %s %s: detail %q is not one short sentence", e.Pointer, e.Code, e.Detail)
 		}
-		out = append(out, problem{e.Pointer, e.Code})
+		out = append(out, problem{e.Pointer, string(e.Code)})
 	}
 	return out
 }
@@ -181,7 +181,7 @@ func TestDecodeDocumentShapes(t *testing.T) {
 				t.Errorf("with an error, doc and problems must be nil")
 			}
 			e := badRequestOf(t, err)
-			if e.Code != tt.wantCode {
+			if string(e.Code) != tt.wantCode {
 				t.Errorf("code = %q, want %q", e.Code, tt.wantCode)
 			}
 			if diff := cmp.Diff(tt.want, problemsOf(t, e.Errors)); diff != "" {
@@ -380,7 +380,7 @@ func TestNormalizeSpecErrors(t *testing.T) {
 			t.Parallel()
 			_, err := NormalizeSpec(tt.kind, json.RawMessage(tt.in))
 			e := badRequestOf(t, err)
-			if e.Code != tt.wantCode {
+			if string(e.Code) != tt.wantCode {
 				t.Errorf("code = %q, want %q", e.Code, tt.wantCode)
 			}
 			if diff := cmp.Diff(tt.want, problemsOf(t, e.Errors)); diff != "" {

@@ -9,14 +9,14 @@ import (
 // request body or into the plan.
 type FieldError struct {
 	Pointer string `json:"pointer"`
-	Code    string `json:"code"`
+	Code    Code   `json:"code"`
 	Detail  string `json:"detail"`
 }
 
 // Error is a domain error with the stable code of the contract. The service
 // maps the code to an HTTP status in one place.
 type Error struct {
-	Code   string
+	Code   Code
 	Detail string
 	Errors []FieldError
 	// Extra holds the members that sit beside code in the problem
@@ -26,18 +26,18 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Detail != "" {
-		return e.Code + ": " + e.Detail
+		return string(e.Code) + ": " + e.Detail
 	}
-	return e.Code
+	return string(e.Code)
 }
 
 // Errorf builds an *Error with a formatted detail.
-func Errorf(code, format string, args ...any) *Error {
+func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
 }
 
 // Problems builds an *Error listing every field problem.
-func Problems(code string, errs []FieldError) *Error {
+func Problems(code Code, errs []FieldError) *Error {
 	detail := "1 problem"
 	if len(errs) != 1 {
 		detail = fmt.Sprintf("%d problems", len(errs))

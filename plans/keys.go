@@ -67,7 +67,7 @@ func (a Actor) Require(perms ...string) error {
 	if a.Can(perms) {
 		return nil
 	}
-	return &Error{Code: "insufficient_permissions", Detail: "the API key lacks a permission this request needs",
+	return &Error{Code: CodeInsufficientPermissions, Detail: "the API key lacks a permission this request needs",
 		Extra: map[string]any{"required_permissions": perms}}
 }
 
@@ -78,14 +78,14 @@ func sortedUnique(in []string) []string {
 }
 
 // ErrUnauthenticated: the key is missing, malformed, unknown or revoked.
-var ErrUnauthenticated = &Error{Code: "unauthenticated", Detail: "a valid API key is required"}
+var ErrUnauthenticated = &Error{Code: CodeUnauthenticated, Detail: "a valid API key is required"}
 
 // CreateEnvironment creates an environment with its four singletons at
 // version 1 holding the defaults of §4.
 func (s *Service) CreateEnvironment(ctx context.Context, name string) (Environment, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 128 {
-		return Environment{}, Errorf("validation_failed", "the environment name must have 1 to 128 characters")
+		return Environment{}, Errorf(CodeValidationFailed, "the environment name must have 1 to 128 characters")
 	}
 	now := s.now()
 	env := Environment{ID: NewID(PrefixEnvironment), Name: name, CreatedAt: now}
@@ -127,7 +127,7 @@ func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (
 	}
 	for _, p := range perms {
 		if !known[p] {
-			return CreatedKey{}, Errorf("validation_failed", "unknown permission %q", p)
+			return CreatedKey{}, Errorf(CodeValidationFailed, "unknown permission %q", p)
 		}
 	}
 	if !ValidID(PrefixEnvironment, envID) {

@@ -31,7 +31,7 @@ func (s *Service) ListLogs(ctx context.Context, a Actor, typ string, lp ListPara
 		return Page[LogEntry]{}, err
 	}
 	if typ != "" && !logType.MatchString(typ) {
-		return Page[LogEntry]{}, &Error{Code: "malformed_request", Detail: "type is an entry type such as config.applied"}
+		return Page[LogEntry]{}, &Error{Code: CodeMalformedRequest, Detail: "type is an entry type such as config.applied"}
 	}
 	q := s.db.WithContext(ctx).Where("environment_id = ?", a.EnvironmentID)
 	if typ != "" {
@@ -79,23 +79,23 @@ func DecodeTokenActivity(raw []byte) (TokenActivity, error) {
 func (s *Service) RecordTokenActivity(ctx context.Context, ta TokenActivity) error {
 	var problems []FieldError
 	if !ValidID(PrefixEnvironment, ta.EnvironmentID) {
-		problems = append(problems, FieldError{Pointer: "/environment_id", Code: "invalid", Detail: "an environment id (env_…)"})
+		problems = append(problems, FieldError{Pointer: "/environment_id", Code: CodeInvalid, Detail: "an environment id (env_…)"})
 	}
 	if !resourceKey.MatchString(ta.ApplicationKey) {
-		problems = append(problems, FieldError{Pointer: "/application_key", Code: "invalid", Detail: "an application key"})
+		problems = append(problems, FieldError{Pointer: "/application_key", Code: CodeInvalid, Detail: "an application key"})
 	}
 	switch {
 	case ta.IssuedAt.IsZero():
-		problems = append(problems, FieldError{Pointer: "/issued_at", Code: "required", Detail: "an RFC 3339 time"})
+		problems = append(problems, FieldError{Pointer: "/issued_at", Code: CodeRequired, Detail: "an RFC 3339 time"})
 	case ta.IssuedAt.After(s.now().Add(maxClockSkew)):
 		// A time in the future would protect the application's deletion
 		// for as long as it lies ahead.
-		problems = append(problems, FieldError{Pointer: "/issued_at", Code: "in_future",
+		problems = append(problems, FieldError{Pointer: "/issued_at", Code: CodeInFuture,
 			Detail: "issued_at is in the future, past the clock skew allowed"})
 	}
 	if len(problems) > 0 {
 		sortProblems(problems)
-		return Problems("validation_failed", problems)
+		return Problems(CodeValidationFailed, problems)
 	}
 	if err := s.requireEnvironment(ctx, ta.EnvironmentID); err != nil {
 		return err
@@ -118,7 +118,7 @@ func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
 		return interpretError(err)
 	}
 	if n == 0 {
-		return &Error{Code: "not_found", Detail: "no such environment"}
+		return &Error{Code: CodeNotFound, Detail: "no such environment"}
 	}
 	return nil
 }
@@ -126,14 +126,14 @@ func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
 // PutPolicies replaces the policies of an environment.
 func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (Policies, error) {
 	if !ValidID(PrefixEnvironment, envID) {
-		return Policies{}, &Error{Code: "not_found", Detail: "no such environment"}
+		return Policies{}, &Error{Code: CodeNotFound, Detail: "no such environment"}
 	}
 	p, problems, err := DecodePolicies(body)
 	if err != nil {
 		return Policies{}, err
 	}
 	if len(problems) > 0 {
-		return Policies{}, Problems("validation_failed", problems)
+		return Policies{}, Problems(CodeValidationFailed, problems)
 	}
 	if err := s.requireEnvironment(ctx, envID); err != nil {
 		return Policies{}, err

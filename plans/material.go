@@ -82,10 +82,10 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 				case "/client_secret":
 					ptr = Pointer("resolved_secrets", c.SecretRef)
 				}
-				rejected = append(rejected, FieldError{Pointer: ptr, Code: fe.Code, Detail: "the federation service refused the OIDC material"})
+				rejected = append(rejected, FieldError{Pointer: ptr, Code: Code(fe.Code), Detail: "the federation service refused the OIDC material"})
 			}
 			if len(rej.Errors) == 0 {
-				rejected = append(rejected, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: "rejected", Detail: "the federation service refused the OIDC material"})
+				rejected = append(rejected, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: CodeRejected, Detail: "the federation service refused the OIDC material"})
 			}
 		case errors.Is(err, federation.ErrUnauthorized):
 			logTokenRefused(ctx, s, err, "plan_id", p.ID, "connection_id", conID)
@@ -109,9 +109,9 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 	}
 	var answer *Error
 	if len(rejected) > 0 {
-		answer = Problems("validation_failed", rejected)
+		answer = Problems(CodeValidationFailed, rejected)
 	} else {
-		answer = &Error{Code: "service_unavailable", Detail: "the federation service is temporarily unavailable; only the connection records were written",
+		answer = &Error{Code: CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
 			Extra: map[string]any{"retry_after": 5}}
 	}
 	err := s.db.WithContext(ctx2).Transaction(func(tx *gorm.DB) error {

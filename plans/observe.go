@@ -20,17 +20,17 @@ type ApplyObservation struct {
 // ErrorCode is the contract's code of the answer to err: the code of a
 // domain error, not_found or service_unavailable for the storage sentinels,
 // internal_error for anything else.
-func ErrorCode(err error) string {
+func ErrorCode(err error) Code {
 	var de *Error
 	switch {
 	case errors.As(err, &de):
 		return de.Code
 	case errors.Is(err, ErrUnavailable):
-		return "service_unavailable"
+		return CodeServiceUnavailable
 	case errors.Is(err, ErrNotFound):
-		return "not_found"
+		return CodeNotFound
 	}
-	return "internal_error"
+	return CodeInternalError
 }
 
 // observeApply tells the OnApply hook how an apply ended. It is deferred
@@ -42,7 +42,7 @@ func (s *Service) observeApply(start time.Time, validateOnly bool, res *ApplyRes
 	o := ApplyObservation{ValidateOnly: validateOnly, Duration: time.Since(start)}
 	switch {
 	case *err != nil:
-		o.Outcome = ErrorCode(*err)
+		o.Outcome = string(ErrorCode(*err))
 	case res.Replayed:
 		o.Outcome = "replayed"
 	case validateOnly:
@@ -63,7 +63,7 @@ func (s *Service) observePlanCreated(err *error) {
 		return
 	}
 	if *err != nil {
-		s.hooks.OnPlanCreated(ErrorCode(*err))
+		s.hooks.OnPlanCreated(string(ErrorCode(*err)))
 		return
 	}
 	s.hooks.OnPlanCreated("created")

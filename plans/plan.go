@@ -55,7 +55,7 @@ type changeRecord struct {
 
 // Warning is a warning of a plan.
 type Warning struct {
-	Code    string `json:"code"`
+	Code    Code   `json:"code"`
 	Target  string `json:"target"`
 	Pointer string `json:"pointer"`
 	Detail  string `json:"detail"`
@@ -202,13 +202,13 @@ func (s *Service) GetPlan(ctx context.Context, a Actor, id string) (*Plan, error
 
 func (s *Service) loadPlan(ctx context.Context, db *gorm.DB, envID, id string) (*Plan, error) {
 	if !ValidID(PrefixPlan, id) {
-		return nil, &Error{Code: "not_found", Detail: "no such config plan"}
+		return nil, &Error{Code: CodeNotFound, Detail: "no such config plan"}
 	}
 	var r planRow
 	err := interpretError(db.WithContext(ctx).Where("environment_id = ? AND id = ?", envID, id).Take(&r).Error)
 	if err != nil {
 		if isNotFound(err) {
-			return nil, &Error{Code: "not_found", Detail: "no such config plan"}
+			return nil, &Error{Code: CodeNotFound, Detail: "no such config plan"}
 		}
 		return nil, err
 	}
@@ -263,8 +263,8 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 	switch status {
 	case "", StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired:
 	default:
-		return Page[*Plan]{}, &Error{Code: "malformed_request", Detail: "status must be one of planned, applying, applied, conflicted, expired",
-			Errors: []FieldError{{Pointer: "", Code: "invalid", Detail: "unknown status " + quoteShort(status)}}}
+		return Page[*Plan]{}, &Error{Code: CodeMalformedRequest, Detail: "status must be one of planned, applying, applied, conflicted, expired",
+			Errors: []FieldError{{Pointer: "", Code: CodeInvalid, Detail: "unknown status " + quoteShort(status)}}}
 	}
 	now := s.now()
 	sets, all, err := s.readableTypeSets(ctx, a)

@@ -31,7 +31,7 @@ type PlanRequest struct {
 // problem (not JSON, wrong types, unknown fields) is returned as an *Error.
 func ParsePlanRequest(body []byte) (*PlanRequest, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, &Error{Code: "malformed_request", Detail: "the request body must be a JSON object"}
+		return nil, &Error{Code: CodeMalformedRequest, Detail: "the request body must be a JSON object"}
 	}
 	var top map[string]json.RawMessage
 	if err := strictObject(body, &top); err != nil {
@@ -42,25 +42,25 @@ func ParsePlanRequest(body []byte) (*PlanRequest, error) {
 	var bad []FieldError
 	for k := range top {
 		if k != "config" && k != "prune" {
-			bad = append(bad, FieldError{Pointer: Pointer(k), Code: "unknown_field", Detail: "unknown field " + quoteShort(k)})
+			bad = append(bad, FieldError{Pointer: Pointer(k), Code: CodeUnknownField, Detail: "unknown field " + quoteShort(k)})
 		}
 	}
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Pointer < bad[j].Pointer })
 	pr := &PlanRequest{}
 	if raw, ok := top["prune"]; ok {
 		if err := json.Unmarshal(raw, &pr.Prune); err != nil {
-			bad = append(bad, FieldError{Pointer: "/prune", Code: ProblemMalformedRequest, Detail: "prune must be a boolean"})
+			bad = append(bad, FieldError{Pointer: "/prune", Code: CodeMalformedRequest, Detail: "prune must be a boolean"})
 		}
 	}
 	raw, ok := top["config"]
 	if !ok || string(raw) == "null" {
-		pr.Problems = []FieldError{{Pointer: "/config", Code: "required", Detail: "config is required"}}
+		pr.Problems = []FieldError{{Pointer: "/config", Code: CodeRequired, Detail: "config is required"}}
 		pr.Doc = &Document{Entries: map[Kind][]Entry{}}
 	} else {
 		doc, problems, err := DecodeDocument(raw, "/config")
 		var de *Error
 		switch {
-		case errors.As(err, &de) && (de.Code == ProblemMalformedRequest || de.Code == ProblemUnknownField):
+		case errors.As(err, &de) && (de.Code == CodeMalformedRequest || de.Code == CodeUnknownField):
 			bad = append(bad, de.Errors...)
 		case err != nil:
 			return nil, err
@@ -68,10 +68,10 @@ func ParsePlanRequest(body []byte) (*PlanRequest, error) {
 		pr.Doc, pr.Problems, pr.docBytes = doc, problems, len(raw)
 	}
 	if len(bad) > 0 {
-		code := ProblemUnknownField
+		code := CodeUnknownField
 		for _, p := range bad {
-			if p.Code != ProblemUnknownField {
-				code = ProblemMalformedRequest
+			if p.Code != CodeUnknownField {
+				code = CodeMalformedRequest
 			}
 		}
 		return nil, Problems(code, bad)
@@ -83,7 +83,7 @@ func ParsePlanRequest(body []byte) (*PlanRequest, error) {
 // A member repeated in the object is malformed too (as in a document), not
 // silently replaced by its last occurrence.
 func strictObject(body []byte, dst *map[string]json.RawMessage) error {
-	notObject := &Error{Code: "malformed_request", Detail: "the request body must be a JSON object"}
+	notObject := &Error{Code: CodeMalformedRequest, Detail: "the request body must be a JSON object"}
 	d := json.NewDecoder(bytes.NewReader(body))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
 		return notObject
@@ -101,7 +101,7 @@ func strictObject(body []byte, dst *map[string]json.RawMessage) error {
 			return notObject
 		}
 		if _, dup := (*dst)[key]; dup {
-			repeated = append(repeated, FieldError{Pointer: Pointer(key), Code: ProblemMalformedRequest,
+			repeated = append(repeated, FieldError{Pointer: Pointer(key), Code: CodeMalformedRequest,
 				Detail: "This member is repeated in its object."})
 			continue
 		}
@@ -111,10 +111,10 @@ func strictObject(body []byte, dst *map[string]json.RawMessage) error {
 		return notObject
 	}
 	if len(repeated) > 0 {
-		return Problems(ProblemMalformedRequest, repeated)
+		return Problems(CodeMalformedRequest, repeated)
 	}
 	if _, err := d.Token(); err != io.EOF {
-		return &Error{Code: "malformed_request", Detail: "the request body has data after the JSON object"}
+		return &Error{Code: CodeMalformedRequest, Detail: "the request body has data after the JSON object"}
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admi
 		// The last answer of plan creation: the document or its plan is
 		// over 10 MiB (the plan's size is checked as it is stored).
 		if pr.docBytes > MaxPlanBytes {
-			return &Error{Code: "config_document_too_large",
+			return &Error{Code: CodeConfigDocumentTooLarge,
 				Detail: fmt.Sprintf("the document takes %d bytes, over the limit of %d; plan fewer types", pr.docBytes, MaxPlanBytes)}
 		}
 		if err := s.insertPlan(tx, a, p); err != nil {
@@ -254,7 +254,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 			}
 		}
 		if curOIDC == nil {
-			problems = append(problems, FieldError{Pointer: e.pointer + "/oidc", Code: "required",
+			problems = append(problems, FieldError{Pointer: e.pointer + "/oidc", Code: CodeRequired,
 				Detail: "a new enterprise connection needs its OIDC material (an object, not null)"})
 			continue
 		}
@@ -282,7 +282,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 					info, _ := LookupKind(e.kind)
 					ptr = Pointer("config", info.DocKey)
 				}
-				problems = append(problems, FieldError{Pointer: ptr, Code: "in_use",
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInUse,
 					Detail: fmt.Sprintf("%s is still referenced by %s", resourceRef(e.kind, e.key), refs[0])})
 			}
 			continue
@@ -300,7 +300,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 	}
 	if len(problems) > 0 {
 		sortProblems(problems)
-		return nil, Problems("validation_failed", problems)
+		return nil, Problems(CodeValidationFailed, problems)
 	}
 
 	policies, err := loadPolicies(ctx, tx, a.EnvironmentID)
@@ -317,7 +317,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 	}
 	if len(violations) > 0 {
 		sortProblems(violations)
-		return nil, Problems("policy_conflict", violations)
+		return nil, Problems(CodePolicyConflict, violations)
 	}
 
 	// Changes in write order: deletions first in reverse kind order, then
@@ -412,7 +412,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 			if e.kind == KindApplication {
 				why = "the application received a token in the last 30 days; deleting it must be confirmed"
 			}
-			p.Warnings = append(p.Warnings, Warning{Code: "deletion_requires_confirmation", Target: target, Pointer: ptr,
+			p.Warnings = append(p.Warnings, Warning{Code: CodeDeletionRequiresConfirmation, Target: target, Pointer: ptr,
 				Detail: why + " with confirm_deletions: [\"" + target + "\"]"})
 		}
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
@@ -421,7 +421,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 					holders[e.kind] = post.uniqueHolders(e.kind)
 				}
 				if holder := uniqueHolder(holders[e.kind], e.kind, e.key, u, inDoc); holder != "" {
-					p.Warnings = append(p.Warnings, Warning{Code: "unique_value_in_use", Target: target, Pointer: ptr + "/spec/" + u.Field,
+					p.Warnings = append(p.Warnings, Warning{Code: CodeUniqueValueInUse, Target: target, Pointer: ptr + "/spec/" + u.Field,
 						Detail: fmt.Sprintf("%s %s is already used by %s; the apply will be refused while it is", u.Field, quoteShort(u.Value), holder)})
 				}
 			}
@@ -509,7 +509,7 @@ func (s *Service) insertPlan(tx *gorm.DB, a Actor, p *Plan) error {
 		Summary: mustJSON(p.Summary), Versions: mustJSON(p.versions), Fingerprints: mustJSON(p.fingerprints),
 		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy}
 	if size := len(row.Changes) + len(row.Warnings) + len(row.Versions); size > MaxPlanBytes {
-		return &Error{Code: "config_document_too_large",
+		return &Error{Code: CodeConfigDocumentTooLarge,
 			Detail: fmt.Sprintf("the plan would take %d bytes, over the limit of %d; plan fewer types", size, MaxPlanBytes)}
 	}
 	if err := tx.Create(row).Error; err != nil {
@@ -538,17 +538,17 @@ func sortProblems(ps []FieldError) {
 // wrong value: a missing API at the grant's or the permission's `api` (once
 // per grant, not once per scope), a missing scope at the permission's
 // `scope` or the grant's scope.
-func referencePointer(ref Reference, code string) string {
+func referencePointer(ref Reference, code Code) string {
 	if ref.Kind != KindAPI {
 		return ref.Pointer
 	}
 	if strings.HasPrefix(ref.Pointer, "/permissions/") {
-		if code == "unknown_scope" {
+		if code == CodeUnknownScope {
 			return ref.Pointer + "/scope"
 		}
 		return ref.Pointer + "/api"
 	}
-	if i := strings.Index(ref.Pointer, "/scopes/"); i >= 0 && code == "dangling_reference" {
+	if i := strings.Index(ref.Pointer, "/scopes/"); i >= 0 && code == CodeDanglingReference {
 		return ref.Pointer[:i] + "/api"
 	}
 	return ref.Pointer

@@ -20,11 +20,11 @@ type Policies struct {
 
 // Policy names, also the problem codes of violations.
 const (
-	PolicyRequireHTTPSCallbacks   = "require_https_callbacks"
-	PolicyAllowedCallbackHosts    = "allowed_callback_hosts"
-	PolicyMinPasswordLength       = "min_password_length"
-	PolicyForbidSocialConnections = "forbid_social_connections"
-	PolicyMFARequired             = "mfa_required"
+	PolicyRequireHTTPSCallbacks   Code = "require_https_callbacks"
+	PolicyAllowedCallbackHosts    Code = "allowed_callback_hosts"
+	PolicyMinPasswordLength       Code = "min_password_length"
+	PolicyForbidSocialConnections Code = "forbid_social_connections"
+	PolicyMFARequired             Code = "mfa_required"
 )
 
 // defaultMinPasswordLength is the platform's minimum password length, which a
@@ -51,7 +51,7 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 
 	var problems []FieldError
 	if n := p.MinPasswordLength; n != nil && (*n < 8 || *n > 128) {
-		problems = append(problems, FieldError{Pointer: "/min_password_length", Code: ProblemOutOfRange,
+		problems = append(problems, FieldError{Pointer: "/min_password_length", Code: CodeOutOfRange,
 			Detail: "min_password_length must be between 8 and 128."})
 	}
 	if p.AllowedCallbackHosts == nil {
@@ -61,7 +61,7 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 		h = strings.ToLower(h)
 		p.AllowedCallbackHosts[i] = h
 		if len(h) > 253 || !hostPatternPattern.MatchString(h) {
-			problems = append(problems, FieldError{Pointer: fmt.Sprintf("/allowed_callback_hosts/%d", i), Code: ProblemInvalid,
+			problems = append(problems, FieldError{Pointer: fmt.Sprintf("/allowed_callback_hosts/%d", i), Code: CodeInvalid,
 				Detail: "A host pattern must be a host name such as portal.shop.example, or *. followed by one."})
 		}
 	}
@@ -108,7 +108,7 @@ func hostAllowed(host string, patterns []string) bool {
 // spec is a canonical spec; a spec that cannot be decoded violates nothing.
 func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer string) []FieldError {
 	var out []FieldError
-	violation := func(field, code, detail string) {
+	violation := func(field string, code Code, detail string) {
 		out = append(out, FieldError{Pointer: specPointer + field, Code: code, Detail: detail})
 	}
 	switch kind {

@@ -82,7 +82,7 @@ func TestDecodePoliciesBadRequest(t *testing.T) {
 			t.Parallel()
 			_, _, err := DecodePolicies([]byte(tt.body))
 			e := badRequestOf(t, err)
-			if e.Code != tt.wantCode {
+			if string(e.Code) != tt.wantCode {
 				t.Errorf("code = %q, want %q", e.Code, tt.wantCode)
 			}
 			if diff := cmp.Diff(tt.want, problemsOf(t, e.Errors)); diff != "" {

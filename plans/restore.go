@@ -82,11 +82,11 @@ func (s *Service) GetRevision(ctx context.Context, a Actor, id string) (*revisio
 // config:write to restore it (the permissions of plan creation).
 func (s *Service) revision(ctx context.Context, a Actor, id, perm string) (*revisions.Revision, error) {
 	if !ValidID(PrefixRevision, id) {
-		return nil, &Error{Code: "not_found", Detail: "no such config revision"}
+		return nil, &Error{Code: CodeNotFound, Detail: "no such config revision"}
 	}
 	rev, err := revisions.Get(ctx, s.db, a.EnvironmentID, id, s.cfg.RevisionLimit, s.now())
 	if errors.Is(err, revisions.ErrNotFound) {
-		return nil, &Error{Code: "not_found", Detail: "no such config revision"}
+		return nil, &Error{Code: CodeNotFound, Detail: "no such config revision"}
 	}
 	if err != nil {
 		return nil, interpretError(err)

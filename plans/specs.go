@@ -205,7 +205,7 @@ func (s *environmentSettingsSpec) normalize() {}
 func (s *environmentSettingsSpec) rules() []FieldError {
 	if s.IdleSessionLifetimeHours != nil && s.SessionLifetimeHours != nil &&
 		*s.IdleSessionLifetimeHours > *s.SessionLifetimeHours {
-		return []FieldError{{Pointer: "/idle_session_lifetime_hours", Code: ProblemOutOfRange,
+		return []FieldError{{Pointer: "/idle_session_lifetime_hours", Code: CodeOutOfRange,
 			Detail: "idle_session_lifetime_hours must not exceed session_lifetime_hours."}}
 	}
 	return nil
@@ -251,10 +251,10 @@ func (s *connectionSpec) rules() []FieldError {
 				m := members[t]
 				switch {
 				case t == *s.Type && !present[t]:
-					out = append(out, FieldError{Pointer: "/" + m, Code: ProblemRequired,
+					out = append(out, FieldError{Pointer: "/" + m, Code: CodeRequired,
 						Detail: fmt.Sprintf("A %s connection requires %s.", t, m)})
 				case t != *s.Type && present[t]:
-					out = append(out, FieldError{Pointer: "/" + m, Code: ProblemTypeMismatch,
+					out = append(out, FieldError{Pointer: "/" + m, Code: CodeTypeMismatch,
 						Detail: fmt.Sprintf("%s is not allowed on a %s connection.", m, *s.Type)})
 				}
 			}
@@ -263,10 +263,10 @@ func (s *connectionSpec) rules() []FieldError {
 	if so := s.Social; so != nil && so.UseOwnCredentials != nil {
 		switch {
 		case *so.UseOwnCredentials && so.ClientID == nil:
-			out = append(out, FieldError{Pointer: "/social/client_id", Code: ProblemRequired,
+			out = append(out, FieldError{Pointer: "/social/client_id", Code: CodeRequired,
 				Detail: "client_id is required when use_own_credentials is true."})
 		case !*so.UseOwnCredentials && so.ClientID != nil:
-			out = append(out, FieldError{Pointer: "/social/client_id", Code: ProblemNotAllowed,
+			out = append(out, FieldError{Pointer: "/social/client_id", Code: CodeNotAllowed,
 				Detail: "client_id is only allowed when use_own_credentials is true."})
 		}
 	}
@@ -277,7 +277,7 @@ func (s *connectionSpec) rules() []FieldError {
 			hasOpenID = hasOpenID || sc == "openid"
 		}
 		if !hasOpenID {
-			out = append(out, FieldError{Pointer: "/oidc/scopes", Code: ProblemMustIncludeOpenID,
+			out = append(out, FieldError{Pointer: "/oidc/scopes", Code: CodeMustIncludeOpenID,
 				Detail: `scopes must include "openid".`})
 		}
 	}

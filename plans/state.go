@@ -145,13 +145,13 @@ func (p *postState) referrers(k Kind, key string) []string {
 
 // resolve checks a reference against the post-plan state: the target
 // exists and, for a scope, the API declares it.
-func (p *postState) resolve(ref Reference) (code, detail string, ok bool) {
+func (p *postState) resolve(ref Reference) (code Code, detail string, ok bool) {
 	spec, exists := p.spec(ref.Kind, ref.Key)
 	if !exists {
-		return "dangling_reference", string(ref.Kind) + " " + quoteShort(ref.Key) + " does not exist", false
+		return CodeDanglingReference, string(ref.Kind) + " " + quoteShort(ref.Key) + " does not exist", false
 	}
 	if ref.Scope != "" && ref.Kind == KindAPI && !slices.Contains(APIScopes(spec), ref.Scope) {
-		return "unknown_scope", "api " + quoteShort(ref.Key) + " has no scope " + quoteShort(ref.Scope), false
+		return CodeUnknownScope, "api " + quoteShort(ref.Key) + " has no scope " + quoteShort(ref.Scope), false
 	}
 	return "", "", true
 }

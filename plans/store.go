@@ -37,7 +37,7 @@ func interpretError(err error) error {
 		case "22021", "22P05":
 			// Text PostgreSQL cannot store (a NUL character): the service
 			// refuses it when it reads a body; this is the net behind that.
-			return &Error{Code: "malformed_request", Detail: "the request holds text that cannot be stored (a NUL character)"}
+			return &Error{Code: CodeMalformedRequest, Detail: "the request holds text that cannot be stored (a NUL character)"}
 		case "40001", "40P01":
 			return fmt.Errorf("%w: %w", errRetry, err)
 		case "57P01", "57P02", "57P03", "53300", "08000", "08003", "08006", "08001", "08004":

@@ -13,7 +13,7 @@ import (
 // jsonb. Both are 400 malformed_request, before anything runs.
 func CheckText(body []byte) error {
 	if !utf8.Valid(body) {
-		return &Error{Code: "malformed_request", Detail: "the request body is not valid UTF-8"}
+		return &Error{Code: CodeMalformedRequest, Detail: "the request body is not valid UTF-8"}
 	}
 	// The token scan runs only when an escaped NUL may be there.
 	if !bytes.Contains(body, []byte(`\u0000`)) {
@@ -26,7 +26,7 @@ func CheckText(body []byte) error {
 			return nil // not JSON: the parser of the request says so
 		}
 		if s, ok := t.(string); ok && strings.IndexByte(s, 0) >= 0 {
-			return &Error{Code: "malformed_request", Detail: `a string of the request body holds a NUL character (\u0000), which cannot be stored`}
+			return &Error{Code: CodeMalformedRequest, Detail: `a string of the request body holds a NUL character (\u0000), which cannot be stored`}
 		}
 	}
 }

@@ -13,44 +13,6 @@ import (
 	"github.com/keenauth/configplans/plans/displayname"
 )
 
-// Problem codes of the field problems that decoding and validation report.
-// They are part of the contract: clients match on them.
-//
-//   - malformed_request: not JSON, a duplicate object key, or a value of the
-//     wrong JSON type (a 400 problem).
-//   - unknown_field: an unknown document key or spec member (a 400 problem).
-//   - required: a required member is absent.
-//   - invalid: a value of the right type and size that is not well formed
-//     (a key, a URL, a colour, a language tag, a scope, a host pattern, a
-//     display name holding an invisible or control character).
-//   - too_short, too_long: a string or a list below its minimum or above its
-//     maximum length.
-//   - out_of_range: a number outside its bounds, or above another member it
-//     must not exceed.
-//   - not_allowed: a value outside the allowed set, or a member that is not
-//     allowed in this context (a social client_id without own credentials).
-//   - duplicate: a value repeated within a list, or a unique value repeated
-//     by two resources of one document.
-//   - not_deletable: a singleton mapped to null.
-//   - empty: the document has no key.
-//   - must_include_openid: OIDC scopes without "openid".
-//   - type_mismatch: a connection member that does not match its type.
-const (
-	ProblemMalformedRequest  = "malformed_request"
-	ProblemUnknownField      = "unknown_field"
-	ProblemRequired          = "required"
-	ProblemInvalid           = "invalid"
-	ProblemTooShort          = "too_short"
-	ProblemTooLong           = "too_long"
-	ProblemOutOfRange        = "out_of_range"
-	ProblemNotAllowed        = "not_allowed"
-	ProblemDuplicate         = "duplicate"
-	ProblemNotDeletable      = "not_deletable"
-	ProblemEmpty             = "empty"
-	ProblemMustIncludeOpenID = "must_include_openid"
-	ProblemTypeMismatch      = "type_mismatch"
-)
-
 // keyPattern is the form of a resource key.
 var keyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
@@ -166,7 +128,7 @@ func validationProblems(err error, prefix string) []FieldError {
 	var ves validator.ValidationErrors
 	if !errors.As(err, &ves) {
 		// Only a programming error (validating a non-struct) gets here.
-		return []FieldError{{Pointer: prefix, Code: ProblemInvalid, Detail: "The value could not be validated."}}
+		return []FieldError{{Pointer: prefix, Code: CodeInvalid, Detail: "The value could not be validated."}}
 	}
 	out := make([]FieldError, 0, len(ves))
 	for _, fe := range ves {
@@ -202,24 +164,24 @@ func isSized(k reflect.Kind) bool {
 	return k == reflect.String || k == reflect.Slice || k == reflect.Array || k == reflect.Map
 }
 
-func problemCode(fe validator.FieldError) string {
+func problemCode(fe validator.FieldError) Code {
 	switch fe.Tag() {
 	case "required":
-		return ProblemRequired
+		return CodeRequired
 	case "min":
 		if isSized(fe.Kind()) {
-			return ProblemTooShort
+			return CodeTooShort
 		}
-		return ProblemOutOfRange
+		return CodeOutOfRange
 	case "max":
 		if isSized(fe.Kind()) {
-			return ProblemTooLong
+			return CodeTooLong
 		}
-		return ProblemOutOfRange
+		return CodeOutOfRange
 	case "oneof":
-		return ProblemNotAllowed
+		return CodeNotAllowed
 	}
-	return ProblemInvalid
+	return CodeInvalid
 }
 
 func problemDetail(fe validator.FieldError) string {
@@ -298,7 +260,7 @@ func duplicateProblems(listPointer, member string, n int, key func(i int) (strin
 			ptr += "/" + PointerEscape(member)
 			what = "This " + member
 		}
-		out = append(out, FieldError{Pointer: ptr, Code: ProblemDuplicate,
+		out = append(out, FieldError{Pointer: ptr, Code: CodeDuplicate,
 			Detail: what + " repeats an earlier item of the list."})
 	}
 	return out

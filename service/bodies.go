@@ -197,7 +197,7 @@ func bodyUnread(c *gin.Context) bool {
 // it must arrive within its deadline (408), after which the write timeout
 // starts again for the work of the request.
 func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
-	tooLarge := &plans.Error{Code: "request_too_large", Detail: "the request body is over " + strconv.FormatInt(limit>>20, 10) + " MiB"}
+	tooLarge := &plans.Error{Code: plans.CodeRequestTooLarge, Detail: "the request body is over " + strconv.FormatInt(limit>>20, 10) + " MiB"}
 	size := c.Request.ContentLength
 	if size > limit {
 		return nil, tooLarge
@@ -215,7 +215,7 @@ func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
 	if size > smallBody {
 		release, ok := s.bodies.take(c.Request.Context(), size)
 		if !ok {
-			return nil, &plans.Error{Code: "service_unavailable", Detail: "too many large request bodies are being read; the request did not run",
+			return nil, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "too many large request bodies are being read; the request did not run",
 				Extra: map[string]any{"retry_after": 1}}
 		}
 		c.Set(bodyReleaseKey, release)
@@ -236,10 +236,10 @@ func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
 	case errors.As(err, &mbe):
 		return nil, tooLarge
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, &plans.Error{Code: "request_timeout", Detail: "the request body did not arrive in time: send it at " +
+		return nil, &plans.Error{Code: plans.CodeRequestTimeout, Detail: "the request body did not arrive in time: send it at " +
 			strconv.FormatInt(s.limits.BodyMinRate, 10) + " bytes a second or faster"}
 	case err != nil:
-		return nil, &plans.Error{Code: "malformed_request", Detail: "the request body could not be read"}
+		return nil, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request body could not be read"}
 	}
 	if err := plans.CheckText(body); err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ const maxInUseWait = 2
 func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Context, fingerprint string) response) {
 	key, err := idempotency.ParseKey(c.Request.Header.Values("Idempotency-Key"))
 	if err != nil {
-		s.fail(c, &plans.Error{Code: "invalid_idempotency_key",
+		s.fail(c, &plans.Error{Code: plans.CodeInvalidIdempotencyKey,
 			Detail: "Idempotency-Key must be one header line: a token or a quoted string of 1 to 255 visible ASCII characters"})
 		return
 	}
@@ -55,28 +55,23 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 	if err != nil {
 		s.observeIdempotency("store_unavailable")
 		s.d.Log.WarnContext(c, "idempotency store unavailable", "request_id", requestID(c), "error", err)
-		s.fail(c, &plans.Error{Code: "service_unavailable", Detail: "the idempotency store is unavailable; the request did not run",
+		s.fail(c, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the idempotency store is unavailable; the request did not run",
 			Extra: map[string]any{"retry_after": 1}})
 		return
 	}
 	s.observeClaim(claim.Outcome)
 	switch claim.Outcome {
 	case idempotency.Replay:
-		r := response{status: claim.Response.Status, header: http.Header{}, body: claim.Response.Body}
-		for k, v := range claim.Response.Header {
-			r.header.Set(k, v)
-		}
-		r.header.Set("Idempotent-Replayed", "true")
-		s.write(c, r)
+		s.write(c, replayed(claim.Response))
 		return
 	case idempotency.Mismatch:
-		s.fail(c, &plans.Error{Code: "idempotency_key_mismatch", Detail: "this Idempotency-Key was used with another request"})
+		s.fail(c, &plans.Error{Code: plans.CodeIdempotencyKeyMismatch, Detail: "this Idempotency-Key was used with another request"})
 		return
 	case idempotency.InUse:
 		// The lease only bounds how long a dead owner keeps the key; a live
 		// one finishes within seconds, so the client is told to come back soon.
 		secs := min(int(math.Ceil(claim.RetryAfter.Seconds())), maxInUseWait)
-		s.fail(c, &plans.Error{Code: "idempotency_key_in_use", Detail: "a request with this Idempotency-Key is still running",
+		s.fail(c, &plans.Error{Code: plans.CodeIdempotencyKeyInUse, Detail: "a request with this Idempotency-Key is still running",
 			Extra: map[string]any{"retry_after": max(secs, 1)}})
 		return
 	}
@@ -100,7 +95,7 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		s.leaseLost("idempotency")()
 		s.d.Log.WarnContext(c, "idempotency lease lost while the request ran", "request_id", requestID(c))
 	}
-	if idempotency.Storable(r.status, problemCode(r)) {
+	if idempotency.Storable(r.status, string(r.code)) {
 		stored := idempotency.Response{Status: r.status, Header: map[string]string{}, Body: r.body}
 		for _, h := range []string{"Content-Type", "Location", "Idempotent-Replayed"} {
 			if v := r.header.Get(h); v != "" {
@@ -132,16 +127,24 @@ func (s *Server) keyedFingerprint(scope, key, fp string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// problemCode returns the code of a problem response ("" otherwise).
-func problemCode(r response) string {
-	if !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
-		return ""
+// replayed is the answer to a retry: the stored response, marked as a
+// replay. A stored problem is the only answer whose code is not known, so
+// it is read from the stored body here, for the access log.
+func replayed(stored *idempotency.Response) response {
+	r := response{status: stored.Status, header: http.Header{}, body: stored.Body}
+	for k, v := range stored.Header {
+		r.header.Set(k, v)
 	}
-	var p struct {
-		Code string `json:"code"`
+	r.header.Set("Idempotent-Replayed", "true")
+	if r.status >= 400 && strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
+		var p struct {
+			Code plans.Code `json:"code"`
+		}
+		if json.Unmarshal(r.body, &p) == nil && problemCodeFormat.MatchString(string(p.Code)) {
+			r.code = p.Code
+		}
 	}
-	_ = json.Unmarshal(r.body, &p)
-	return p.Code
+	return r
 }
 
 // admitter returns the rate checks of a plan creation (§10):
@@ -175,7 +178,7 @@ func (s *Server) admit(c *gin.Context, apply bool) func(context.Context) (func()
 		}
 		if !d.Allowed {
 			secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
-			return nil, &plans.Error{Code: "rate_limited",
+			return nil, &plans.Error{Code: plans.CodeRateLimited,
 				Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
 				Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
 		}
@@ -192,7 +195,7 @@ func (s *Server) admit(c *gin.Context, apply bool) func(context.Context) (func()
 				s.observeFleetSaturated()
 				release()
 				secs := max(int(math.Ceil(retry.Seconds())), 1)
-				return nil, &plans.Error{Code: "service_unavailable", Detail: "the fleet's apply capacity is saturated; nothing was written",
+				return nil, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the fleet's apply capacity is saturated; nothing was written",
 					Extra: map[string]any{"retry_after": secs}}
 			}
 			stopFleet := ratelimit.Hold(fslot, lease/3, s.leaseLost("fleet"))

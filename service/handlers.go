@@ -92,7 +92,7 @@ func customVerb(segment, verb string) (string, bool) {
 	return id, ok && v == verb
 }
 
-var notFound = &plans.Error{Code: "not_found", Detail: "no such path"}
+var notFound = &plans.Error{Code: plans.CodeNotFound, Detail: "no such path"}
 
 func (s *Server) planAction(c *gin.Context) {
 	id, ok := customVerb(c.Param("id"), "apply")
@@ -107,7 +107,7 @@ func (s *Server) planAction(c *gin.Context) {
 			validateOnly = true
 		case "false":
 		default:
-			s.fail(c, &plans.Error{Code: "malformed_request", Detail: "validate_only must be true or false"})
+			s.fail(c, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "validate_only must be true or false"})
 			return
 		}
 	}
@@ -238,14 +238,14 @@ func emptyObject(body []byte) error {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
-		return &plans.Error{Code: "malformed_request", Detail: "the request body must be empty or a JSON object"}
+		return &plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request body must be empty or a JSON object"}
 	}
 	var unknown []plans.FieldError
 	for k := range m {
-		unknown = append(unknown, plans.FieldError{Pointer: plans.Pointer(k), Code: "unknown_field", Detail: "this request takes no fields"})
+		unknown = append(unknown, plans.FieldError{Pointer: plans.Pointer(k), Code: plans.CodeUnknownField, Detail: "this request takes no fields"})
 	}
 	if len(unknown) > 0 {
-		return &plans.Error{Code: "unknown_field", Detail: "the request has unknown fields", Errors: unknown}
+		return &plans.Error{Code: plans.CodeUnknownField, Detail: "the request has unknown fields", Errors: unknown}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,15 +93,13 @@ func (s *Server) observe(c *gin.Context) {
 	if s.d.Hooks.OnRequestStart != nil {
 		s.d.Hooks.OnRequestStart()
 	}
-	w := &codeSniffer{ResponseWriter: c.Writer}
-	c.Writer = w
 	defer func() {
 		d := time.Since(start)
 		route := c.FullPath()
 		if route == "" {
 			route = "unmatched"
 		}
-		status := w.Status()
+		status := c.Writer.Status()
 		if s.d.Hooks.OnRequest != nil {
 			s.d.Hooks.OnRequest(c.Request.Method, route, status, d)
 		}
@@ -127,10 +124,10 @@ func (s *Server) observe(c *gin.Context) {
 		if id := resourceID(c, "/v1/config-revisions/:id", plans.PrefixRevision); id != "" {
 			attrs = append(attrs, slog.String("revision_id", id))
 		}
-		if w.code != "" {
-			attrs = append(attrs, slog.String("code", w.code))
+		if code := c.GetString(problemCodeKey); code != "" {
+			attrs = append(attrs, slog.String("code", code))
 		}
-		if w.Header().Get("Idempotent-Replayed") == "true" {
+		if c.Writer.Header().Get("Idempotent-Replayed") == "true" {
 			attrs = append(attrs, slog.Bool("replayed", true))
 		}
 		level := slog.LevelInfo
@@ -163,44 +160,9 @@ func resourceID(c *gin.Context, route, prefix string) string {
 	return ""
 }
 
-// codeSniffer keeps the code of a problem response for the access log.
-type codeSniffer struct {
-	gin.ResponseWriter
-	code    string
-	sniffed bool
-}
-
+// problemCodeFormat is the form of a code: a stored answer's code is
+// checked against it before it reaches the access log.
 var problemCodeFormat = regexp.MustCompile(`^[a-z_]{1,64}$`)
-
-func (w *codeSniffer) sniff(b []byte) {
-	if w.sniffed {
-		return
-	}
-	w.sniffed = true
-	if w.Status() < 400 || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/problem+json") {
-		return
-	}
-	var p struct {
-		Code string `json:"code"`
-	}
-	if json.Unmarshal(b, &p) == nil && problemCodeFormat.MatchString(p.Code) {
-		w.code = p.Code
-	}
-}
-
-func (w *codeSniffer) Write(b []byte) (int, error) {
-	w.sniff(b)
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (the body's
-// read deadline).
-func (w *codeSniffer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *codeSniffer) WriteString(s string) (int, error) {
-	w.sniff([]byte(s))
-	return w.ResponseWriter.WriteString(s)
-}
 
 // refuseWhileDraining answers 503 to every request but the operator's
 // endpoints once the process drains: the requests already running finish,
@@ -214,7 +176,7 @@ func (s *Server) refuseWhileDraining(c *gin.Context) {
 	// The route groups that set no-store do not run: every /v1 and internal
 	// answer is no-store.
 	c.Header("Cache-Control", "no-store")
-	s.fail(c, &plans.Error{Code: "service_unavailable", Detail: "the server is shutting down; retry the request",
+	s.fail(c, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the server is shutting down; retry the request",
 		Extra: map[string]any{"retry_after": 1}})
 }
 

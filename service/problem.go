@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -14,42 +15,42 @@ import (
 
 // codes maps the contract's stable error codes to HTTP statuses. It is the
 // only place where a domain error becomes a status.
-var codes = map[string]int{
-	"malformed_request":          http.StatusBadRequest,
-	"unknown_field":              http.StatusBadRequest,
-	"invalid_idempotency_key":    http.StatusBadRequest,
-	"unauthenticated":            http.StatusUnauthorized,
-	"insufficient_permissions":   http.StatusForbidden,
-	"not_found":                  http.StatusNotFound,
-	"method_not_allowed":         http.StatusMethodNotAllowed,
-	"request_timeout":            http.StatusRequestTimeout,
-	"idempotency_key_in_use":     http.StatusConflict,
-	"config_plan_not_applicable": http.StatusConflict,
-	"deletion_not_confirmed":     http.StatusConflict,
-	"config_conflict":            http.StatusConflict,
-	"conflict":                   http.StatusConflict,
-	"connection_in_use":          http.StatusConflict,
-	"connection_test_required":   http.StatusConflict,
-	"connection_not_testable":    http.StatusConflict,
-	"config_plan_expired":        http.StatusGone,
-	"request_too_large":          http.StatusRequestEntityTooLarge,
-	"config_document_too_large":  http.StatusRequestEntityTooLarge,
-	"idempotency_key_mismatch":   http.StatusUnprocessableEntity,
-	"validation_failed":          http.StatusUnprocessableEntity,
-	"policy_conflict":            http.StatusUnprocessableEntity,
-	"rate_limited":               http.StatusTooManyRequests,
-	"internal_error":             http.StatusInternalServerError,
-	"not_implemented":            http.StatusNotImplemented,
-	"service_unavailable":        http.StatusServiceUnavailable,
+var codes = map[plans.Code]int{
+	plans.CodeMalformedRequest:        http.StatusBadRequest,
+	plans.CodeUnknownField:            http.StatusBadRequest,
+	plans.CodeInvalidIdempotencyKey:   http.StatusBadRequest,
+	plans.CodeUnauthenticated:         http.StatusUnauthorized,
+	plans.CodeInsufficientPermissions: http.StatusForbidden,
+	plans.CodeNotFound:                http.StatusNotFound,
+	plans.CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
+	plans.CodeRequestTimeout:          http.StatusRequestTimeout,
+	plans.CodeIdempotencyKeyInUse:     http.StatusConflict,
+	plans.CodeConfigPlanNotApplicable: http.StatusConflict,
+	plans.CodeDeletionNotConfirmed:    http.StatusConflict,
+	plans.CodeConfigConflict:          http.StatusConflict,
+	plans.CodeConflict:                http.StatusConflict,
+	plans.CodeConnectionInUse:         http.StatusConflict,
+	plans.CodeConnectionTestRequired:  http.StatusConflict,
+	plans.CodeConnectionNotTestable:   http.StatusConflict,
+	plans.CodeConfigPlanExpired:       http.StatusGone,
+	plans.CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
+	plans.CodeConfigDocumentTooLarge:  http.StatusRequestEntityTooLarge,
+	plans.CodeIdempotencyKeyMismatch:  http.StatusUnprocessableEntity,
+	plans.CodeValidationFailed:        http.StatusUnprocessableEntity,
+	plans.CodePolicyConflict:          http.StatusUnprocessableEntity,
+	plans.CodeRateLimited:             http.StatusTooManyRequests,
+	plans.CodeInternalError:           http.StatusInternalServerError,
+	plans.CodeNotImplemented:          http.StatusNotImplemented,
+	plans.CodeServiceUnavailable:      http.StatusServiceUnavailable,
 }
 
-var titles = map[string]string{
-	"config_plan_expired":        "Config plan expired",
-	"config_plan_not_applicable": "Config plan not applicable",
-	"config_conflict":            "Configuration changed since planning",
-	"idempotency_key_in_use":     "Idempotency key in use",
-	"idempotency_key_mismatch":   "Idempotency key reused with another request",
-	"invalid_idempotency_key":    "Invalid idempotency key",
+var titles = map[plans.Code]string{
+	plans.CodeConfigPlanExpired:       "Config plan expired",
+	plans.CodeConfigPlanNotApplicable: "Config plan not applicable",
+	plans.CodeConfigConflict:          "Configuration changed since planning",
+	plans.CodeIdempotencyKeyInUse:     "Idempotency key in use",
+	plans.CodeIdempotencyKeyMismatch:  "Idempotency key reused with another request",
+	plans.CodeInvalidIdempotencyKey:   "Invalid idempotency key",
 }
 
 // problem is an RFC 9457 problem details object.
@@ -57,7 +58,7 @@ type problem struct {
 	Type      string             `json:"type"`
 	Title     string             `json:"title"`
 	Status    int                `json:"status"`
-	Code      string             `json:"code"`
+	Code      plans.Code         `json:"code"`
 	Detail    string             `json:"detail"`
 	Errors    []plans.FieldError `json:"errors"`
 	RequestID string             `json:"request_id"`
@@ -83,20 +84,26 @@ func (p problem) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-func title(code string) string {
+func title(code plans.Code) string {
 	if t, ok := titles[code]; ok {
 		return t
 	}
-	s := strings.ReplaceAll(code, "_", " ")
+	s := strings.ReplaceAll(string(code), "_", " ")
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
+// Statuses returns the contract's codes with the HTTP status of each: a copy
+// of the table, for the tests that hold the OpenAPI document to it.
+func Statuses() map[plans.Code]int { return maps.Clone(codes) }
+
 // response is a finished HTTP answer, kept whole so that an idempotent
-// request can store it before it is written.
+// request can store it before it is written. A problem carries its code, so
+// that nothing reads it back from the body.
 type response struct {
 	status int
 	header http.Header
 	body   []byte
+	code   plans.Code // "" for a success
 }
 
 func jsonResponse(status int, v any) response {
@@ -107,29 +114,31 @@ func jsonResponse(status int, v any) response {
 	return response{status: status, header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}, body: b}
 }
 
-// toError turns any error into a domain error; an error that is not one
-// becomes internal_error (or service_unavailable for the database).
-func toError(err error) (*plans.Error, bool) {
-	var de *plans.Error
-	switch {
-	case errors.As(err, &de):
-		if _, ok := codes[de.Code]; ok {
+// toError turns any error into the domain error answered (plans.ErrorCode
+// names its code); known is false for an error that is not the contract's,
+// which is answered as internal_error and logged in full.
+func toError(err error) (de *plans.Error, known bool) {
+	code := plans.ErrorCode(err)
+	if errors.As(err, &de) {
+		if _, ok := codes[code]; ok {
 			return de, true
 		}
-		return &plans.Error{Code: "internal_error", Detail: "an internal error occurred"}, false
-	case errors.Is(err, plans.ErrUnavailable):
-		return &plans.Error{Code: "service_unavailable", Detail: "the directory is temporarily unavailable", Extra: map[string]any{"retry_after": 1}}, true
-	case errors.Is(err, plans.ErrNotFound):
-		return &plans.Error{Code: "not_found", Detail: "not found"}, true
+		code = plans.CodeInternalError
 	}
-	return &plans.Error{Code: "internal_error", Detail: "an internal error occurred"}, false
+	switch code {
+	case plans.CodeServiceUnavailable:
+		return &plans.Error{Code: code, Detail: "the directory is temporarily unavailable", Extra: map[string]any{"retry_after": 1}}, true
+	case plans.CodeNotFound:
+		return &plans.Error{Code: code, Detail: "not found"}, true
+	}
+	return &plans.Error{Code: plans.CodeInternalError, Detail: "an internal error occurred"}, false
 }
 
 // problemResponse renders err as problem+json.
 func problemResponse(err error, requestID string) response {
 	de, _ := toError(err)
 	status := codes[de.Code]
-	p := problem{Type: "https://docs.keenauth.dev/errors/" + de.Code, Title: title(de.Code), Status: status, Code: de.Code,
+	p := problem{Type: "https://docs.keenauth.dev/errors/" + string(de.Code), Title: title(de.Code), Status: status, Code: de.Code,
 		Detail: de.Detail, Errors: de.Errors, RequestID: requestID, extra: de.Extra}
 	if p.Errors == nil {
 		p.Errors = []plans.FieldError{}
@@ -142,5 +151,5 @@ func problemResponse(err error, requestID string) response {
 	if ra, ok := de.Extra["retry_after"]; ok {
 		h.Set("Retry-After", fmt.Sprint(ra))
 	}
-	return response{status: status, header: h, body: b}
+	return response{status: status, header: h, body: b, code: de.Code}
 }

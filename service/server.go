@@ -75,11 +75,11 @@ func New(d Deps) *gin.Engine {
 	r.Use(s.requestID, s.observe, s.recover, s.holdBody, s.refuseWhileDraining)
 	r.NoRoute(func(c *gin.Context) {
 		noStoreV1(c)
-		s.write(c, problemResponse(&plans.Error{Code: "not_found", Detail: "no such path"}, requestID(c)))
+		s.write(c, problemResponse(&plans.Error{Code: plans.CodeNotFound, Detail: "no such path"}, requestID(c)))
 	})
 	r.NoMethod(func(c *gin.Context) {
 		noStoreV1(c)
-		s.write(c, problemResponse(&plans.Error{Code: "method_not_allowed", Detail: "the path does not support " + c.Request.Method}, requestID(c)))
+		s.write(c, problemResponse(&plans.Error{Code: plans.CodeMethodNotAllowed, Detail: "the path does not support " + c.Request.Method}, requestID(c)))
 	})
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
@@ -149,11 +149,18 @@ func noStoreV1(c *gin.Context) {
 	}
 }
 
+// problemCodeKey holds, in the Gin context, the code of the problem
+// answered, for the access log.
+const problemCodeKey = "problem_code"
+
 // write sends a response; errors that are not the contract's are logged.
 // An answer given before the body was read closes the connection.
 func (s *Server) write(c *gin.Context, r response) {
 	if bodyUnread(c) {
 		c.Writer.Header().Set("Connection", "close")
+	}
+	if r.code != "" {
+		c.Set(problemCodeKey, string(r.code))
 	}
 	for k, vs := range r.header {
 		for _, v := range vs {
@@ -228,12 +235,12 @@ func listParams(c *gin.Context, prefix string) (plans.ListParams, error) {
 	if v, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			return lp, &plans.Error{Code: "malformed_request", Detail: "limit must be a whole number from 1 to 100"}
+			return lp, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "limit must be a whole number from 1 to 100"}
 		}
 		lp.Limit = n
 	}
 	if _, ok := c.GetQuery("cursor"); ok && !plans.ValidID(prefix, lp.Cursor) {
-		return lp, &plans.Error{Code: "malformed_request", Detail: "cursor is not valid: pass next_cursor of the previous page"}
+		return lp, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "cursor is not valid: pass next_cursor of the previous page"}
 	}
 	return lp, nil
 }

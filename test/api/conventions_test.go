@@ -57,7 +57,7 @@ func expectProblem(t *testing.T, r *apitest.Response, status int, code string) c
 func problemLines(errs []plans.FieldError) []string {
 	out := make([]string, 0, len(errs))
 	for _, e := range errs {
-		out = append(out, e.Pointer+" "+e.Code)
+		out = append(out, e.Pointer+" "+string(e.Code))
 	}
 	slices.Sort(out)
 	return out

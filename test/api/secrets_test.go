@@ -53,7 +53,7 @@ func secProblems(t *testing.T, r *apitest.Response) []string {
 	r.Decode(t, &p)
 	out := make([]string, len(p.Errors))
 	for i, fe := range p.Errors {
-		out[i] = fe.Pointer + " " + fe.Code
+		out[i] = fe.Pointer + " " + string(fe.Code)
 	}
 	slices.Sort(out)
 	return out
