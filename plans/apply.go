@@ -9,9 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/revisions"
 )
 
@@ -57,7 +55,7 @@ var errRollback = errors.New("validate only: roll back")
 // the first error of the contract's table that applies.
 func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyRequest, opt ApplyOptions) (result ApplyResult, err error) {
 	defer s.observeApply(time.Now(), opt.ValidateOnly, &result, &err)
-	p, err := s.loadPlan(ctx, s.db, a.EnvironmentID, planID)
+	p, err := s.loadPlan(ctx, a.EnvironmentID, planID)
 	if err != nil {
 		return ApplyResult{}, err
 	}
@@ -97,7 +95,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 		}
 	}
 	if opt.ValidateOnly {
-		err := s.inTx(ctx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+		err := s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 			if _, err := s.applyTx(ctx, tx, a, p, req, opt, ""); err != nil {
 				return err
 			}
@@ -132,7 +130,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
 	defer cancel()
 	var out *applied
-	err = s.inTx(applyCtx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+	err = s.db.InTx(applyCtx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 		var err error
 		out, err = s.applyTx(applyCtx, tx, a, p, req, opt, token)
 		return err
@@ -159,7 +157,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 		return ApplyResult{Plan: out.plan}, nil
 	}
 	// The apply is done: answer it even if the client stopped waiting.
-	res, err := s.loadPlan(context.WithoutCancel(ctx), s.db, a.EnvironmentID, p.ID)
+	res, err := s.loadPlan(context.WithoutCancel(ctx), a.EnvironmentID, p.ID)
 	if err != nil {
 		return ApplyResult{}, err
 	}
@@ -172,7 +170,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 // applied, 409 idempotency_key_in_use while that request runs. fingerprint
 // binds the API key, the Idempotency-Key and the request; "" means no key.
 func retryOfKey(p *Plan, fingerprint string) (replay bool, err error) {
-	if fingerprint == "" || p.row.IdempotencyFingerprint == nil || *p.row.IdempotencyFingerprint != fingerprint {
+	if fingerprint == "" || p.keyFingerprint == nil || *p.keyFingerprint != fingerprint {
 		return false, nil
 	}
 	switch p.Status {
@@ -199,7 +197,7 @@ func (s *Service) checkApplicable(ctx context.Context, a Actor, p *Plan, validat
 	case StatusPlanned:
 		return nil
 	case StatusExpired:
-		if !validateOnly && p.row.Status != StatusExpired {
+		if !validateOnly && p.storedStatus != StatusExpired {
 			s.markExpired(ctx, a, p)
 		}
 		return &Error{Code: CodeConfigPlanExpired, Detail: "the plan's validity is over; create a new plan"}
@@ -210,14 +208,11 @@ func (s *Service) checkApplicable(ctx context.Context, a Actor, p *Plan, validat
 }
 
 func (s *Service) markExpired(ctx context.Context, a Actor, p *Plan) {
-	ctx = context.WithoutCancel(ctx)
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND status IN ('planned','applying') AND expires_at <= ?",
-			p.EnvironmentID, p.ID, s.now()).Updates(map[string]any{"status": StatusExpired, "lease_token": "", "lease_until": nil})
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
+		if marked, err := tx.MarkExpired(ctx, p.key()); err != nil || !marked {
+			return err
 		}
-		return s.addEvent(tx, a, p.ID, "plan_expired", nil)
+		return recordEvent(ctx, tx, a, p.ID, "plan_expired", nil)
 	})
 	if err != nil {
 		s.log.WarnContext(ctx, "marking a plan expired failed", "plan_id", p.ID, "error", err)
@@ -232,7 +227,7 @@ func (s *Service) checkConfirmations(ctx context.Context, a Actor, p *Plan, conf
 			apps = append(apps, c.Key)
 		}
 	}
-	recent, err := recentTokens(ctx, s.db, a.EnvironmentID, apps, s.now().Add(-tokenWindow))
+	recent, err := s.db.RecentTokens(ctx, a.EnvironmentID, apps, s.now().Add(-tokenWindow))
 	if err != nil {
 		return err
 	}
@@ -255,8 +250,8 @@ func (s *Service) reject(ctx context.Context, a Actor, p *Plan, opt ApplyOptions
 	if opt.ValidateOnly {
 		return e
 	}
-	err := s.db.WithContext(context.WithoutCancel(ctx)).Transaction(func(tx *gorm.DB) error {
-		return s.addEvent(tx, a, p.ID, "apply_rejected", map[string]any{"code": e.Code})
+	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
+		return recordEvent(ctx, tx, a, p.ID, "apply_rejected", map[string]any{"code": e.Code})
 	})
 	if err != nil {
 		s.log.WarnContext(ctx, "recording a rejection failed", "plan_id", p.ID, "error", err)
@@ -270,21 +265,13 @@ func (s *Service) reject(ctx context.Context, a Actor, p *Plan, opt ApplyOptions
 // the Idempotency-Key fingerprint from the claim on, so that a retry of the
 // same request that lost its Redis record is told the key is in use.
 func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprint string) error {
-	now := s.now()
 	var claimed bool
-	err := s.inTx(ctx, sql.LevelReadCommitted, func(tx *gorm.DB) error {
-		res := tx.Model(&planRow{}).
-			Where("environment_id = ? AND id = ? AND expires_at > ? AND (status = 'planned' OR (status = 'applying' AND lease_until <= ?))",
-				p.EnvironmentID, p.ID, now, now).
-			Updates(map[string]any{"status": StatusApplying, "lease_token": token, "lease_until": now.Add(s.cfg.ApplyLease),
-				"idempotency_fingerprint": nullable(fingerprint)})
-		if res.Error != nil {
-			return res.Error
+	err := s.db.InTx(ctx, sql.LevelReadCommitted, func(tx *configdb.Tx) error {
+		var err error
+		if claimed, err = tx.ClaimPlan(ctx, p.key(), token, s.cfg.ApplyLease, nullable(fingerprint)); err != nil || !claimed {
+			return err
 		}
-		if claimed = res.RowsAffected == 1; !claimed {
-			return nil
-		}
-		return s.addEvent(tx, a, p.ID, "apply_started", nil)
+		return recordEvent(ctx, tx, a, p.ID, "apply_started", nil)
 	})
 	if err != nil {
 		return err
@@ -292,7 +279,7 @@ func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprin
 	if claimed {
 		return nil
 	}
-	cur, err := s.loadPlan(ctx, s.db, p.EnvironmentID, p.ID)
+	cur, err := s.loadPlan(ctx, p.EnvironmentID, p.ID)
 	if err != nil {
 		return err
 	}
@@ -313,19 +300,17 @@ func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprin
 func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e *Error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	status, event := StatusPlanned, "apply_rejected"
+	end, event := (*configdb.Tx).ReleasePlan, "apply_rejected"
 	data := map[string]any{}
 	if e != nil {
 		data["code"] = e.Code
 		if e.Code == CodeConfigConflict {
-			status, event = StatusConflicted, "apply_conflicted"
+			end, event = (*configdb.Tx).MarkConflicted, "apply_conflicted"
 			data["errors"] = e.Errors
 			// The versions may have moved because this very plan wrote its
 			// records before the federation service failed: say so, since
 			// "create a new plan" then means "to write the missing material".
-			var n int64
-			if s.db.WithContext(ctx).Model(&planEventRow{}).
-				Where("environment_id = ? AND plan_id = ? AND type = 'federation_failed'", p.EnvironmentID, p.ID).Count(&n).Error == nil && n > 0 {
+			if failed, err := s.db.HasEvent(ctx, p.key(), "federation_failed"); err == nil && failed {
 				e.Detail = "this plan's records were written before the federation service failed, so the plan cannot be applied again; " +
 					"create a new plan of the same document: it writes only the missing OIDC material"
 			}
@@ -333,13 +318,11 @@ func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e
 	} else {
 		data["code"] = CodeInternalError
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
-			Updates(map[string]any{"status": status, "lease_token": "", "lease_until": nil, "revision_id": nil})
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
+		if ended, err := end(tx, ctx, p.key(), token); err != nil || !ended {
+			return err
 		}
-		return s.addEvent(tx, a, p.ID, event, data)
+		return recordEvent(ctx, tx, a, p.ID, event, data)
 	})
 	if err != nil {
 		s.log.WarnContext(ctx, "releasing a plan failed; its lease will", "plan_id", p.ID, "error", err)
@@ -363,18 +346,10 @@ type applied struct {
 // applyTx re-reads the target inside the transaction, runs checks 13 to 18
 // and, unless validating only (token ""), writes every change, the revision,
 // the management log and the plan's state.
-func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions, token string) (*applied, error) {
+func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions, token string) (*applied, error) {
 	// Lock the environment first: the applies of one environment never
-	// interleave. Under REPEATABLE READ a lock that waited for another
-	// apply's commit fails with a serialization error, and inTx runs the
-	// transaction again on a fresh snapshot. NO KEY UPDATE, the lock the
-	// generation's UPDATE takes anyway: FOR UPDATE would also hold back the
-	// foreign-key checks of every row written for the environment (plans,
-	// events) until the apply ends. SQLite has no row locks (its dialector
-	// drops the clause): there the first write or a retry takes the
-	// database's write lock instead (see sqlite.go).
-	var env Environment
-	if err := tx.Clauses(clause.Locking{Strength: "NO KEY UPDATE"}).Where("id = ?", a.EnvironmentID).Take(&env).Error; err != nil {
+	// interleave (see LockEnvironment).
+	if _, err := tx.LockEnvironment(ctx, a.EnvironmentID); err != nil {
 		return nil, err
 	}
 	n := newNeed()
@@ -386,11 +361,11 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 		}
 		n.resource(c.Kind, c.Key, c.Spec)
 	}
-	cur, err := n.load(ctx, tx, a.EnvironmentID, false)
+	cur, err := n.load(ctx, tx.Reader, a.EnvironmentID, false)
 	if err != nil {
 		return nil, err
 	}
-	gens, err := loadGenerations(ctx, tx, a.EnvironmentID, append(slices.Clone(p.Types), p.ReferencingTypes...))
+	gens, err := loadGenerations(ctx, tx.Reader, a.EnvironmentID, append(slices.Clone(p.Types), p.ReferencingTypes...))
 	if err != nil {
 		return nil, err
 	}
@@ -485,14 +460,14 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 
 	// Row 16: active enterprise connections need a successful test of the
 	// material they will have.
-	if untested, err := s.untestedConnections(ctx, tx, a.EnvironmentID, p, cur); err != nil {
+	if untested, err := s.untestedConnections(ctx, tx.Reader, a.EnvironmentID, p, cur); err != nil {
 		return nil, err
 	} else if len(untested) > 0 {
 		return nil, &Error{Code: CodeConnectionTestRequired, Detail: "an enterprise connection can be active only after a successful connection test of its material", Errors: untested}
 	}
 
 	// Row 17: the environment's policies, as they are now.
-	policies, err := loadPolicies(ctx, tx, a.EnvironmentID)
+	policies, err := loadPolicies(ctx, tx.Reader, a.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}
@@ -507,7 +482,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	}
 
 	// Row 18: the revision kept for the changes.
-	now := s.now()
+	now := tx.Now
 	var revRes []revisions.Resource
 	counts := revisions.Counts{}
 	for _, c := range p.Changes {
@@ -551,11 +526,11 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 			Extra: map[string]any{"retry_after": 60}}
 	}
 	if s.hooks.BeforeApplyWrite != nil {
-		if err := s.hooks.BeforeApplyWrite(tx); err != nil {
+		if err := s.hooks.BeforeApplyWrite(tx.Gorm()); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.write(ctx, tx, a, p, cur, now, out); err != nil {
+	if err := s.write(ctx, tx, a, p, cur, out); err != nil {
 		return nil, err
 	}
 	if token == "" {
@@ -566,11 +541,11 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 	if len(revRes) > 0 {
 		id := NewID(PrefixRevision)
 		out.revisionID = &id
-		if err := revisions.Record(tx, revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID,
+		if err := tx.RecordRevision(revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID,
 			Types: kindStrings(p.Types), Counts: counts, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RevisionMaxAge)}, revBytes); err != nil {
 			return nil, err
 		}
-		n, err := revisions.Prune(tx, a.EnvironmentID, s.cfg.RevisionLimit, now)
+		n, err := tx.PruneRevisions(a.EnvironmentID, s.cfg.RevisionLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -578,7 +553,7 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 			s.hooks.OnRevisionsPruned(n)
 		}
 	}
-	logs := []logRow{{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: "config.applied", CreatedAt: now,
+	logs := []configdb.LogRow{{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: "config.applied", CreatedAt: now,
 		APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: out.revisionID, Data: mustJSON(counts)}}
 	for _, c := range p.Changes {
 		if c.Action == ActionNoOp {
@@ -592,16 +567,15 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 			}
 		}
 		typ := map[string]string{ActionCreate: "created", ActionUpdate: "updated", ActionDelete: "deleted"}[c.Action]
-		logs = append(logs, logRow{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: string(c.Kind) + "." + typ, CreatedAt: now,
+		logs = append(logs, configdb.LogRow{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: string(c.Kind) + "." + typ, CreatedAt: now,
 			APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: out.revisionID,
 			Data: mustJSON(map[string]any{"kind": c.Kind, "key": c.Key, "version": v})})
 	}
-	if err := tx.CreateInBatches(logs, 500).Error; err != nil {
+	if err := tx.RecordLogs(ctx, logs); err != nil {
 		return nil, err
 	}
 
-	updates := map[string]any{"revision_id": out.revisionID, "applied_by": a.APIKeyID,
-		"idempotency_fingerprint": nullable(opt.IdempotencyFingerprint)}
+	rec := configdb.AppliedPlan{RevisionID: out.revisionID, AppliedBy: a.APIKeyID, Fingerprint: nullable(opt.IdempotencyFingerprint)}
 	// A created connection's change shows its new id from now on (§5).
 	changes := p.Changes
 	if len(out.connIDs) > 0 {
@@ -611,25 +585,23 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 				changes[i].ResourceID = json.RawMessage(mustJSON(id))
 			}
 		}
-		updates["changes"] = JSON(mustJSON(changeRecords(changes)))
+		rec.Changes = mustJSON(changeRecords(changes))
 	}
 	if !out.material {
-		updates["status"], updates["applied_at"], updates["lease_token"], updates["lease_until"] = StatusApplied, now, "", nil
+		rec.Finished = true
 		res := *p
 		appliedAt := Time(now)
 		res.Status, res.AppliedAt, res.RevisionID, res.Changes = StatusApplied, &appliedAt, out.revisionID, changes
 		out.plan = &res
 	}
-	res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND status = 'applying' AND lease_token = ?", p.EnvironmentID, p.ID, token).Updates(updates)
-	if res.Error != nil {
-		return nil, res.Error
-	}
-	if res.RowsAffected != 1 {
+	if recorded, err := tx.RecordApply(ctx, p.key(), token, rec); err != nil {
+		return nil, err
+	} else if !recorded {
 		return nil, &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
 			Extra: map[string]any{"plan_status": StatusApplying}}
 	}
 	if !out.material {
-		if err := s.addEvent(tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID, "counts": counts}); err != nil {
+		if err := recordEvent(ctx, tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID, "counts": counts}); err != nil {
 			return nil, err
 		}
 	}
@@ -638,8 +610,8 @@ func (s *Service) applyTx(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, re
 
 // write writes every change and bumps the generation of each written type
 // and of the environment.
-func (s *Service) write(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, cur state, now time.Time, out *applied) error {
-	var creates []Resource
+func (s *Service) write(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, cur state, out *applied) error {
+	var creates []configdb.Resource
 	written := map[Kind]bool{}
 	for _, c := range p.Changes {
 		r := cur.get(c.Kind, c.Key)
@@ -653,57 +625,38 @@ func (s *Service) write(ctx context.Context, tx *gorm.DB, a Actor, p *Plan, cur 
 				}
 				out.connIDs[c.Key] = id
 			}
-			creates = append(creates, Resource{EnvironmentID: a.EnvironmentID, Kind: c.Kind, Key: c.Key, ResourceID: id,
-				Version: 1, Spec: JSON(c.Spec), DisplayNameKey: displayNameKey(c.Kind, c.Spec), CreatedAt: now, UpdatedAt: now})
+			creates = append(creates, configdb.Resource{EnvironmentID: a.EnvironmentID, Kind: string(c.Kind), Key: c.Key, ResourceID: id,
+				Version: 1, Spec: configdb.JSON(c.Spec), DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
 		case ActionUpdate:
-			res := tx.Model(&Resource{}).Where("environment_id = ? AND kind = ? AND key = ? AND version = ?", a.EnvironmentID, c.Kind, c.Key, r.Version).
-				Updates(map[string]any{"spec": JSON(c.Spec), "display_name_key": displayNameKey(c.Kind, c.Spec),
-					"version": r.Version + 1, "updated_at": now})
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected != 1 {
-				return fmt.Errorf("update %s: %w", resourceRef(c.Kind, c.Key), errRetry)
+			if err := tx.UpdateResource(ctx, a.EnvironmentID, string(c.Kind), c.Key, r.Version, configdb.JSON(c.Spec), displayNameKey(c.Kind, c.Spec)); err != nil {
+				return err
 			}
 			if c.Kind == KindConnection {
 				out.connIDs[c.Key] = r.ResourceID
 			}
 		case ActionDelete:
-			res := tx.Where("environment_id = ? AND kind = ? AND key = ? AND version = ?", a.EnvironmentID, c.Kind, c.Key, r.Version).Delete(&Resource{})
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected != 1 {
-				return fmt.Errorf("delete %s: %w", resourceRef(c.Kind, c.Key), errRetry)
+			if err := tx.DeleteResource(ctx, a.EnvironmentID, string(c.Kind), c.Key, r.Version); err != nil {
+				return err
 			}
 		default:
 			continue
 		}
 		written[c.Kind] = true
 	}
-	if len(creates) > 0 {
-		if err := tx.CreateInBatches(creates, 500).Error; err != nil {
-			return err
-		}
-	}
-	if len(written) == 0 {
-		return nil
-	}
-	kinds := make([]Kind, 0, len(written))
-	for k := range written {
-		kinds = append(kinds, k)
-	}
-	if err := tx.Model(&TypeState{}).Where("environment_id = ? AND kind IN ?", a.EnvironmentID, kinds).
-		Update("generation", gorm.Expr("generation + 1")).Error; err != nil {
+	if err := tx.CreateResources(ctx, creates); err != nil {
 		return err
 	}
-	return tx.Model(&Environment{}).Where("id = ?", a.EnvironmentID).Update("generation", gorm.Expr("generation + 1")).Error
+	kinds := make([]string, 0, len(written))
+	for k := range written {
+		kinds = append(kinds, string(k))
+	}
+	return tx.BumpGenerations(ctx, a.EnvironmentID, kinds)
 }
 
 // untestedConnections lists the changes that create an active enterprise
 // connection or activate one without a successful test of the material it
 // will have.
-func (s *Service) untestedConnections(ctx context.Context, tx *gorm.DB, envID string, p *Plan, cur state) ([]FieldError, error) {
+func (s *Service) untestedConnections(ctx context.Context, db configdb.Reader, envID string, p *Plan, cur state) ([]FieldError, error) {
 	var out []FieldError
 	for i, c := range p.Changes {
 		if c.Kind != KindConnection || (c.Action != ActionCreate && c.Action != ActionUpdate) {
@@ -725,13 +678,8 @@ func (s *Service) untestedConnections(ctx context.Context, tx *gorm.DB, envID st
 		}
 		ok := false
 		if r != nil {
-			var t struct {
-				MaterialHash string
-				Status       string
-			}
-			err := tx.WithContext(ctx).Table("connection_tests").Select("material_hash, status").
-				Where("environment_id = ? AND connection_id = ?", envID, r.ResourceID).Take(&t).Error
-			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			t, err := db.LoadConnectionTest(ctx, envID, r.ResourceID)
+			if err != nil {
 				return nil, err
 			}
 			ok = t.Status == "succeeded" && t.MaterialHash == materialHash(v.OIDC)

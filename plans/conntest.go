@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"gorm.io/gorm/clause"
-
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 )
 
@@ -16,6 +15,13 @@ type ConnectionTest struct {
 	Status     string  `json:"status"`
 	Reason     *string `json:"reason"`
 	TestedAt   Time    `json:"tested_at"`
+}
+
+// ForgetConfirmedMaterial drops every confirmation of OIDC material: the
+// federation service that held it starts empty (the in-process one of dev
+// mode), so the planner plans the material again.
+func (s *Service) ForgetConfirmedMaterial(ctx context.Context) error {
+	return s.db.ForgetMaterials(ctx)
 }
 
 // TestConnection asks the federation service to test an enterprise
@@ -29,8 +35,7 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 	if !resourceKey.MatchString(key) {
 		return nil, notFound
 	}
-	var r Resource
-	err := interpretError(s.db.WithContext(ctx).Where("environment_id = ? AND kind = ? AND key = ?", a.EnvironmentID, KindConnection, key).Take(&r).Error)
+	r, err := s.db.LoadResource(ctx, a.EnvironmentID, string(KindConnection), key)
 	if isNotFound(err) {
 		return nil, notFound
 	}
@@ -42,7 +47,7 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 		return nil, &Error{Code: CodeConnectionNotTestable, Detail: "only an enterprise connection with OIDC material can be tested"}
 	}
 	hash := materialHash(v.OIDC)
-	material, err := confirmedMaterial(ctx, s.db, a.EnvironmentID)
+	material, err := s.db.ConfirmedMaterial(ctx, a.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}
@@ -74,13 +79,11 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 			res.Reason = &r
 		}
 	}
-	err = s.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "environment_id"}, {Name: "connection_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"material_hash", "status", "reason", "tested_at"}),
-	}).Table("connection_tests").Create(map[string]any{"environment_id": a.EnvironmentID, "connection_id": r.ResourceID,
-		"material_hash": hash, "status": res.Status, "reason": res.Reason, "tested_at": s.now()}).Error
+	err = s.db.Write(ctx, func(tx *configdb.Tx) error {
+		return tx.RecordConnectionTest(ctx, a.EnvironmentID, r.ResourceID, configdb.ConnectionTest{MaterialHash: hash, Status: res.Status, Reason: res.Reason})
+	})
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, err
 	}
 	return res, nil
 }

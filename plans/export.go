@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/keenauth/configplans/configdb"
 )
 
 // Export is the current configuration of some types as a document.
@@ -42,10 +44,15 @@ func (s *Service) ExportConfig(ctx context.Context, a Actor, kinds []Kind) (*Exp
 	if err := a.Require(readPerms(kinds, PermConfigRead)...); err != nil {
 		return nil, err
 	}
-	st, err := loadState(ctx, s.db, a.EnvironmentID, kinds)
+	rows, err := s.db.LoadKinds(ctx, a.EnvironmentID, kindStrings(kinds))
 	if err != nil {
 		return nil, err
 	}
+	st := state{}
+	for _, k := range kinds {
+		st[k] = map[string]*configdb.Resource{}
+	}
+	st.add(rows, true)
 	ex := &Export{Config: map[string]json.RawMessage{}, Versions: map[string]int{}}
 	for _, k := range kinds {
 		info, _ := LookupKind(k)

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 )
 
@@ -51,8 +48,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			// plan writes every material still missing.
 			break
 		}
-		if err := s.db.WithContext(ctx).Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
-			Update("lease_until", s.now().Add(s.cfg.ApplyLease)).Error; err != nil {
+		if err := s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.RenewLease(ctx, p.key(), token, s.cfg.ApplyLease) }); err != nil {
 			s.log.WarnContext(ctx, "renewing the apply lease failed", "plan_id", p.ID, "error", err)
 		}
 		v := viewConnection(c.Spec)
@@ -65,13 +61,11 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		var rej *federation.RejectedError
 		switch {
 		case err == nil:
-			err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "environment_id"}, {Name: "connection_id"}},
-				DoUpdates: clause.AssignmentColumns([]string{"material_hash", "confirmed_at"}),
-			}).Table("connection_materials").Create(map[string]any{"environment_id": a.EnvironmentID, "connection_id": conID,
-				"material_hash": materialHash(v.OIDC), "confirmed_at": s.now()}).Error
+			err := s.db.Write(ctx, func(tx *configdb.Tx) error {
+				return tx.ConfirmMaterial(ctx, a.EnvironmentID, conID, materialHash(v.OIDC))
+			})
 			if err != nil {
-				unavailable = interpretError(err)
+				unavailable = err
 			}
 		case errors.As(err, &rej):
 			for _, fe := range rej.Errors {
@@ -95,17 +89,15 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			unavailable = err
 		}
 	}
-	ctx2, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	if len(rejected) == 0 && unavailable == nil {
-		return interpretError(s.db.WithContext(ctx2).Transaction(func(tx *gorm.DB) error {
-			res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
-				Updates(map[string]any{"status": StatusApplied, "applied_at": s.now(), "lease_token": "", "lease_until": nil})
-			if res.Error != nil {
-				return res.Error
+		return s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
+			// The event is recorded even if the lease was lost meanwhile:
+			// every write of the apply was made.
+			if _, err := tx.FinishPlan(ctx, p.key(), token); err != nil {
+				return err
 			}
-			return s.addEvent(tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID})
-		}))
+			return recordEvent(ctx, tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID})
+		})
 	}
 	var answer *Error
 	if len(rejected) > 0 {
@@ -114,13 +106,11 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		answer = &Error{Code: CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
 			Extra: map[string]any{"retry_after": 5}}
 	}
-	err := s.db.WithContext(ctx2).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&planRow{}).Where("environment_id = ? AND id = ? AND lease_token = ?", p.EnvironmentID, p.ID, token).
-			Updates(map[string]any{"status": StatusPlanned, "lease_token": "", "lease_until": nil, "revision_id": nil})
-		if res.Error != nil {
-			return res.Error
+	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
+		if _, err := tx.ReleasePlan(ctx, p.key(), token); err != nil {
+			return err
 		}
-		return s.addEvent(tx, a, p.ID, "federation_failed", map[string]any{"code": answer.Code, "errors": answer.Errors})
+		return recordEvent(ctx, tx, a, p.ID, "federation_failed", map[string]any{"code": answer.Code, "errors": answer.Errors})
 	})
 	if err != nil {
 		s.log.WarnContext(ctx, "recording a federation failure failed; the plan's lease will return it to planned", "plan_id", p.ID, "error", err)

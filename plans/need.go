@@ -3,9 +3,8 @@ package plans
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
-	"gorm.io/gorm"
+	"github.com/keenauth/configplans/configdb"
 )
 
 // need is the part of an environment that planning or applying a set of
@@ -57,110 +56,52 @@ func (n *need) resource(k Kind, key string, spec json.RawMessage) {
 	}
 }
 
-// uniqueColumn is the SQL expression, indexed, that holds UniqueValue.Key
-// of a unique field of a spec: the stored folded display name, the
-// identifier itself. The fields come from a fixed set, never from a request.
-func uniqueColumn(db *gorm.DB, field string) (string, error) {
-	switch field {
-	case "display_name":
-		return "display_name_key", nil
-	case "identifier":
-		if isSQLite(db) {
-			return "json_extract(spec, '$.identifier')", nil
-		}
-		return "(spec->>'identifier')", nil
-	}
-	return "", fmt.Errorf("no unique field %q", field)
-}
-
-// loadBatch is how many keys or values one query names.
-const loadBatch = 500
-
-// load reads what n names, in tx. With canonicalize, every spec is
-// re-encoded canonically (PostgreSQL's jsonb reorders keys), which the
-// planner needs to compare specs byte for byte; the apply only decodes them.
-func (n *need) load(ctx context.Context, tx *gorm.DB, envID string, canonicalize bool) (state, error) {
-	st := state{}
-	add := func(rows []Resource) {
-		for i := range rows {
-			r := &rows[i]
-			if st[r.Kind] == nil {
-				st[r.Kind] = map[string]*Resource{}
-			}
-			if st[r.Kind][r.Key] == nil {
-				if canonicalize {
-					r.Spec = JSON(canonical(r.Spec))
-				}
-				st[r.Kind][r.Key] = r
-			}
-		}
-	}
+// selection is what n names, for the storage: whole kinds in write
+// order, then the resources of the other kinds by key and by unique value.
+func (n *need) selection() configdb.Selection {
+	var sel configdb.Selection
 	for _, k := range Kinds {
-		st[k.Kind] = map[string]*Resource{}
-		if !n.full[k.Kind] {
-			continue
+		if n.full[k.Kind] {
+			sel.Kinds = append(sel.Kinds, string(k.Kind))
 		}
-		var rows []Resource
-		if err := tx.WithContext(ctx).Where("environment_id = ? AND kind = ?", envID, k.Kind).Find(&rows).Error; err != nil {
-			return nil, interpretError(err)
-		}
-		add(rows)
 	}
-	var pairs [][]any
 	for k, keys := range n.keys {
 		if n.full[k] {
 			continue
 		}
 		for key := range keys {
-			pairs = append(pairs, []any{string(k), key})
+			sel.Keys = append(sel.Keys, [2]string{string(k), key})
 		}
-	}
-	for len(pairs) > 0 {
-		batch := pairs[:min(len(pairs), loadBatch)]
-		pairs = pairs[len(batch):]
-		var rows []Resource
-		if err := tx.WithContext(ctx).Where("environment_id = ? AND (kind, key) IN ?", envID, batch).Find(&rows).Error; err != nil {
-			return nil, interpretError(err)
-		}
-		add(rows)
 	}
 	for k, fields := range n.uniques {
 		if n.full[k] {
 			continue
 		}
+		if sel.Unique == nil {
+			sel.Unique = map[string]map[string][]string{}
+		}
+		sel.Unique[string(k)] = map[string][]string{}
 		for field, set := range fields {
-			col, err := uniqueColumn(tx, field)
-			if err != nil {
-				return nil, err
-			}
-			values := make([]string, 0, len(set))
 			for v := range set {
-				values = append(values, v)
-			}
-			for len(values) > 0 {
-				batch := values[:min(len(values), loadBatch)]
-				values = values[len(batch):]
-				var rows []Resource
-				err := tx.WithContext(ctx).Where("environment_id = ? AND kind = ? AND "+col+" IN ?", envID, k, batch).Find(&rows).Error
-				if err != nil {
-					return nil, interpretError(err)
-				}
-				add(rows)
-			}
-			if field == "display_name" {
-				// A row without its key (written by a replica of the release
-				// before migration 0004, during a rolling upgrade, after the
-				// migrator's backfill) may hold any name: it is read too, and
-				// compared on the key computed from its spec. There are none
-				// once every replica writes the key.
-				var rows []Resource
-				err := tx.WithContext(ctx).Where("environment_id = ? AND kind = ? AND display_name_key IS NULL", envID, k).Find(&rows).Error
-				if err != nil {
-					return nil, interpretError(err)
-				}
-				add(rows)
+				sel.Unique[string(k)][field] = append(sel.Unique[string(k)][field], v)
 			}
 		}
 	}
+	return sel
+}
+
+// load reads what n names. With canonicalize, every spec is re-encoded
+// canonically, which the planner needs to compare specs byte for byte; the
+// apply only decodes them.
+func (n *need) load(ctx context.Context, db configdb.Reader, envID string, canonicalize bool) (state, error) {
+	rows, err := db.LoadResources(ctx, envID, n.selection())
+	if err != nil {
+		return nil, err
+	}
+	st := state{}
+	for _, k := range Kinds {
+		st[k.Kind] = map[string]*configdb.Resource{}
+	}
+	st.add(rows, canonicalize)
 	return st, nil
 }

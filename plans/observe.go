@@ -1,9 +1,6 @@
 package plans
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // ApplyObservation describes one answered apply request, for the metrics.
 type ApplyObservation struct {
@@ -15,22 +12,6 @@ type ApplyObservation struct {
 	// Changes is the number of changes of the plan; 0 when the apply failed.
 	Changes  int
 	Duration time.Duration
-}
-
-// ErrorCode is the contract's code of the answer to err: the code of a
-// domain error, not_found or service_unavailable for the storage sentinels,
-// internal_error for anything else.
-func ErrorCode(err error) Code {
-	var de *Error
-	switch {
-	case errors.As(err, &de):
-		return de.Code
-	case errors.Is(err, ErrUnavailable):
-		return CodeServiceUnavailable
-	case errors.Is(err, ErrNotFound):
-		return CodeNotFound
-	}
-	return CodeInternalError
 }
 
 // observeApply tells the OnApply hook how an apply ended. It is deferred

@@ -3,13 +3,12 @@ package plans
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
+	"github.com/keenauth/configplans/configdb"
 )
 
 // Plan statuses.
@@ -91,7 +90,12 @@ type Plan struct {
 
 	versions     map[string]int
 	fingerprints map[Kind]int64
-	row          *planRow
+	// storedStatus is the status as stored, which the status shown may
+	// not be (an expired plan is expired before it is marked so).
+	storedStatus string
+	// keyFingerprint is the fingerprint of the Idempotency-Key request
+	// that claimed the plan (nil: none).
+	keyFingerprint *string
 }
 
 // Time marshals as RFC 3339 UTC with milliseconds.
@@ -125,10 +129,11 @@ func resourceRef(kind Kind, key string) string { return string(kind) + "/" + key
 // planFromRow decodes a stored plan. The status shown is the effective one:
 // an applying plan whose lease has passed is planned again, a planned plan
 // past its validity is expired.
-func (s *Service) planFromRow(r *planRow) (*Plan, error) {
+func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 	p := &Plan{ID: r.ID, Object: "config_plan", EnvironmentID: r.EnvironmentID, Status: effectiveStatus(r, s.now()),
 		Prune: r.Prune, RequiresSPHost: r.RequiresSPHost, CreatedAt: Time(r.CreatedAt), ExpiresAt: Time(r.ExpiresAt),
-		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy, row: r}
+		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy,
+		storedStatus: r.Status, keyFingerprint: r.IdempotencyFingerprint}
 	if p.Status != StatusApplied {
 		// A plan with OIDC material shows its revision only once the
 		// federation service confirmed every write.
@@ -145,7 +150,8 @@ func (s *Service) planFromRow(r *planRow) (*Plan, error) {
 		}
 	}
 	// The decoded changes are all that is used from here on: drop the
-	// stored bytes (up to 10 MiB) so they do not stay alive with the plan.
+	// stored bytes (up to 10 MiB) so they do not stay alive while the row
+	// does.
 	r.Changes = nil
 	p.Changes = make([]Change, len(recs))
 	for i, rc := range recs {
@@ -162,7 +168,7 @@ func (s *Service) planFromRow(r *planRow) (*Plan, error) {
 	return p, nil
 }
 
-func effectiveStatus(r *planRow, now time.Time) string {
+func effectiveStatus(r *configdb.PlanRow, now time.Time) string {
 	switch r.Status {
 	case StatusApplying:
 		if r.LeaseUntil != nil && !now.Before(*r.LeaseUntil) {
@@ -190,7 +196,7 @@ func changeRecords(cs []Change) []changeRecord {
 // GetPlan returns a plan of the actor's environment. It needs config:read
 // and the read permission of every planned type.
 func (s *Service) GetPlan(ctx context.Context, a Actor, id string) (*Plan, error) {
-	p, err := s.loadPlan(ctx, s.db, a.EnvironmentID, id)
+	p, err := s.loadPlan(ctx, a.EnvironmentID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -200,19 +206,18 @@ func (s *Service) GetPlan(ctx context.Context, a Actor, id string) (*Plan, error
 	return p, nil
 }
 
-func (s *Service) loadPlan(ctx context.Context, db *gorm.DB, envID, id string) (*Plan, error) {
+func (s *Service) loadPlan(ctx context.Context, envID, id string) (*Plan, error) {
 	if !ValidID(PrefixPlan, id) {
 		return nil, &Error{Code: CodeNotFound, Detail: "no such config plan"}
 	}
-	var r planRow
-	err := interpretError(db.WithContext(ctx).Where("environment_id = ? AND id = ?", envID, id).Take(&r).Error)
+	r, err := s.db.LoadPlan(ctx, configdb.PlanKey{EnvironmentID: envID, ID: id})
 	if err != nil {
 		if isNotFound(err) {
 			return nil, &Error{Code: CodeNotFound, Detail: "no such config plan"}
 		}
 		return nil, err
 	}
-	return s.planFromRow(&r)
+	return s.planFromRow(r)
 }
 
 func readPerms(kinds []Kind, extra ...string) []string {
@@ -281,7 +286,8 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 	// keep reading until the page is full.
 	for len(out) <= lp.Limit {
 		batch := lp.Limit + 1
-		rows, err := s.planBatch(ctx, a.EnvironmentID, status, now, cursor, batch, sets, all)
+		rows, err := s.db.ListPlans(ctx, configdb.PlanFilter{EnvironmentID: a.EnvironmentID, Status: status, Before: cursor,
+			Limit: batch, Now: now, TypeSets: sets, AllTypeSets: all})
 		if err != nil {
 			return Page[*Plan]{}, err
 		}
@@ -310,37 +316,14 @@ func typeSet(types []Kind) string {
 	return strings.Join(names, ",")
 }
 
-// storedStatuses are the stored statuses of the plans whose effective status
-// can be status ("" for any).
-func storedStatuses(status string) []string {
-	switch status {
-	case StatusPlanned:
-		return []string{StatusPlanned, StatusApplying}
-	case StatusExpired:
-		return []string{StatusPlanned, StatusApplying, StatusExpired}
-	case "":
-		return []string{StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired}
-	}
-	return []string{status}
-}
-
 // readableTypeSets returns the type sets of the environment's plans that a
 // can read, with all true when it can read every one (the list then needs
-// no type filter). The distinct sets are read by a loose scan of the
-// config_plans_type_set index, one probe per set: an environment has few
-// (at most one per combination of its nine kinds), however many plans it
-// keeps. The set ” (a plan written without its set) is always kept: its
-// plans are checked once decoded.
+// no type filter). The set "" (a plan written without its set) is always
+// kept: its plans are checked once decoded.
 func (s *Service) readableTypeSets(ctx context.Context, a Actor) (sets []string, all bool, err error) {
-	var present []string
-	err = s.db.WithContext(ctx).Raw(`WITH RECURSIVE sets(type_set) AS (
-			SELECT MIN(type_set) FROM config_plans WHERE environment_id = ?
-			UNION ALL
-			SELECT (SELECT MIN(c.type_set) FROM config_plans c WHERE c.environment_id = ? AND c.type_set > sets.type_set)
-			FROM sets WHERE sets.type_set IS NOT NULL)
-		SELECT type_set FROM sets WHERE type_set IS NOT NULL`, a.EnvironmentID, a.EnvironmentID).Scan(&present).Error
+	present, err := s.db.PlanTypeSets(ctx, a.EnvironmentID)
 	if err != nil {
-		return nil, false, interpretError(err)
+		return nil, false, err
 	}
 	all = true
 	for _, set := range present {
@@ -359,68 +342,6 @@ func (s *Service) readableTypeSets(ctx context.Context, a Actor) (sets []string,
 	return sets, all, nil
 }
 
-// maxSetQueries bounds the per-set, per-status queries of one batch; past
-// it one query filters on every set at once (its cost then grows with the
-// plans the key can see, still not with those it cannot).
-const maxSetQueries = 64
-
-// planBatch reads up to batch plans of the environment older than cursor,
-// newest first, whose stored status can be status and, unless all, whose
-// type set is one of sets.
-func (s *Service) planBatch(ctx context.Context, envID, status string, now time.Time, cursor string, batch int, sets []string, all bool) ([]planRow, error) {
-	where := func(q *gorm.DB) *gorm.DB {
-		q = q.Where("environment_id = ?", envID)
-		if cursor != "" {
-			q = q.Where("id < ?", cursor)
-		}
-		if status == StatusPlanned {
-			q = q.Where("expires_at > ?", now)
-		}
-		return q
-	}
-	var rows []planRow
-	statuses := storedStatuses(status)
-	if all || len(sets)*len(statuses) > maxSetQueries {
-		q := where(s.db.WithContext(ctx).Model(&planRow{}))
-		if status != "" {
-			q = q.Where("status IN ?", statuses)
-		}
-		if !all {
-			q = q.Where("type_set IN ?", sets)
-		}
-		err := q.Order("id DESC").Limit(batch).Find(&rows).Error
-		return rows, interpretError(err)
-	}
-	// One query per (set, status), each the newest batch of its stretch of
-	// the index, merged newest first: the database reads at most batch
-	// rows of each, whatever the key cannot see.
-	cond := "environment_id = ? AND type_set = ? AND status = ?"
-	if cursor != "" {
-		cond += " AND id < ?"
-	}
-	if status == StatusPlanned {
-		cond += " AND expires_at > ?"
-	}
-	var parts []string
-	var args []any
-	for _, set := range sets {
-		for _, st := range statuses {
-			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT * FROM config_plans WHERE %s ORDER BY id DESC LIMIT ?) AS s%d", cond, len(parts)))
-			args = append(args, envID, set, st)
-			if cursor != "" {
-				args = append(args, cursor)
-			}
-			if status == StatusPlanned {
-				args = append(args, now)
-			}
-			args = append(args, batch)
-		}
-	}
-	err := s.db.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL ")+" ORDER BY id DESC LIMIT ?", append(args, batch)...).
-		Scan(&rows).Error
-	return rows, interpretError(err)
-}
-
 // Event is an entry of a plan's history.
 type Event struct {
 	ID        string         `json:"id"`
@@ -436,12 +357,13 @@ type EventActor struct {
 	APIKeyID string `json:"api_key_id"`
 }
 
-func (s *Service) addEvent(tx *gorm.DB, a Actor, planID, typ string, data map[string]any) error {
+// recordEvent adds an event, caused by a, to a plan's history.
+func recordEvent(ctx context.Context, tx *configdb.Tx, a Actor, planID, typ string, data map[string]any) error {
 	if data == nil {
 		data = map[string]any{}
 	}
-	return tx.Create(&planEventRow{EnvironmentID: a.EnvironmentID, PlanID: planID, ID: NewID(PrefixEvent), Type: typ,
-		CreatedAt: s.now(), APIKeyID: a.APIKeyID, RequestID: a.RequestID, Data: mustJSON(data)}).Error
+	return tx.RecordEvent(ctx, configdb.PlanEventRow{EnvironmentID: a.EnvironmentID, PlanID: planID, ID: NewID(PrefixEvent), Type: typ,
+		APIKeyID: a.APIKeyID, RequestID: a.RequestID, Data: mustJSON(data)})
 }
 
 // ListEvents lists a plan's events, oldest first.
@@ -450,12 +372,8 @@ func (s *Service) ListEvents(ctx context.Context, a Actor, planID string, lp Lis
 	if err != nil {
 		return Page[Event]{}, err
 	}
-	q := s.db.WithContext(ctx).Where("environment_id = ? AND plan_id = ?", a.EnvironmentID, p.ID)
-	if lp.Cursor != "" {
-		q = q.Where("id > ?", lp.Cursor)
-	}
-	var rows []planEventRow
-	if err := interpretError(q.Order("id ASC").Limit(lp.Limit + 1).Find(&rows).Error); err != nil {
+	rows, err := s.db.ListEvents(ctx, configdb.PlanKey{EnvironmentID: a.EnvironmentID, ID: p.ID}, lp.Cursor, lp.Limit+1)
+	if err != nil {
 		return Page[Event]{}, err
 	}
 	evs := make([]Event, len(rows))
@@ -466,11 +384,14 @@ func (s *Service) ListEvents(ctx context.Context, a Actor, planID string, lp Lis
 	return page(evs, lp.Limit, func(e Event) string { return e.ID }), nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
-
 func quoteShort(s string) string {
 	if len(s) > 40 {
 		s = s[:40] + "…"
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// key names the plan in the storage.
+func (p *Plan) key() configdb.PlanKey {
+	return configdb.PlanKey{EnvironmentID: p.EnvironmentID, ID: p.ID}
 }

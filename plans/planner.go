@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
+	"github.com/keenauth/configplans/configdb"
 )
 
 // MaxPlanBytes bounds a plan's stored size and a revision's (10 MiB).
@@ -140,7 +140,7 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admi
 		defer release()
 	}
 	var plan *Plan
-	err = s.inTx(ctx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+	err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 		p, err := s.computePlan(ctx, tx, a, pr.Doc, pr.Prune, pr.Problems)
 		if err != nil {
 			return err
@@ -151,7 +151,7 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admi
 			return &Error{Code: CodeConfigDocumentTooLarge,
 				Detail: fmt.Sprintf("the document takes %d bytes, over the limit of %d; plan fewer types", pr.docBytes, MaxPlanBytes)}
 		}
-		if err := s.insertPlan(tx, a, p); err != nil {
+		if err := s.insertPlan(ctx, tx, a, p); err != nil {
 			return err
 		}
 		plan = p
@@ -165,7 +165,7 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admi
 
 // computePlan reads the environment (in tx, a consistent snapshot) and
 // computes the plan of doc.
-func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Document, prune bool, problems []FieldError) (*Plan, error) {
+func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc *Document, prune bool, problems []FieldError) (*Plan, error) {
 	problems = slices.Clone(problems)
 	planned := slices.Clone(doc.Types)
 	sortKinds(planned)
@@ -190,15 +190,15 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 			}
 		}
 	}
-	cur, err := n.load(ctx, tx, a.EnvironmentID, true)
+	cur, err := n.load(ctx, tx.Reader, a.EnvironmentID, true)
 	if err != nil {
 		return nil, err
 	}
-	gens, err := loadGenerations(ctx, tx, a.EnvironmentID, append(slices.Clone(planned), refTypes...))
+	gens, err := loadGenerations(ctx, tx.Reader, a.EnvironmentID, append(slices.Clone(planned), refTypes...))
 	if err != nil {
 		return nil, err
 	}
-	material, err := confirmedMaterial(ctx, tx, a.EnvironmentID)
+	material, err := tx.ConfirmedMaterial(ctx, a.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 		return nil, Problems(CodeValidationFailed, problems)
 	}
 
-	policies, err := loadPolicies(ctx, tx, a.EnvironmentID)
+	policies, err := loadPolicies(ctx, tx.Reader, a.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +337,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 		return entries[i].key < entries[j].key
 	})
 
-	now := s.now()
+	now := tx.Now
 	p := &Plan{ID: NewID(PrefixPlan), Object: "config_plan", EnvironmentID: a.EnvironmentID, Status: StatusPlanned,
 		Prune: prune, Types: sortedKindNames(planned), ReferencingTypes: sortedKindNames(refTypes),
 		Warnings: []Warning{}, RequiredSecrets: []string{}, CreatedAt: Time(now), ExpiresAt: Time(now.Add(s.cfg.PlanTTL)),
@@ -351,7 +351,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 			appKeys = append(appKeys, e.key)
 		}
 	}
-	recent, err := recentTokens(ctx, tx, a.EnvironmentID, appKeys, now.Add(-tokenWindow))
+	recent, err := tx.RecentTokens(ctx, a.EnvironmentID, appKeys, now.Add(-tokenWindow))
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +457,7 @@ func (s *Service) computePlan(ctx context.Context, tx *gorm.DB, a Actor, doc *Do
 // changed, or not confirmed by the federation service), or a social
 // connection with its own credentials that is created or whose client_id
 // changes. A no_op whose material is missing becomes an update.
-func (s *Service) planSecret(c *Change, r *Resource, material map[string]string) {
+func (s *Service) planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 	if c.Spec == nil {
 		return
 	}
@@ -502,8 +502,8 @@ func uniqueHolder(holders map[uniqueKey][]string, k Kind, key string, u UniqueVa
 	return ""
 }
 
-func (s *Service) insertPlan(tx *gorm.DB, a Actor, p *Plan) error {
-	row := &planRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: p.Status, Prune: p.Prune,
+func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan) error {
+	row := &configdb.PlanRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: p.Status, Prune: p.Prune,
 		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: mustJSON(changeRecords(p.Changes)),
 		Warnings: mustJSON(p.Warnings), RequiredSecrets: mustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
 		Summary: mustJSON(p.Summary), Versions: mustJSON(p.versions), Fingerprints: mustJSON(p.fingerprints),
@@ -512,11 +512,11 @@ func (s *Service) insertPlan(tx *gorm.DB, a Actor, p *Plan) error {
 		return &Error{Code: CodeConfigDocumentTooLarge,
 			Detail: fmt.Sprintf("the plan would take %d bytes, over the limit of %d; plan fewer types", size, MaxPlanBytes)}
 	}
-	if err := tx.Create(row).Error; err != nil {
+	if err := tx.InsertPlan(ctx, row); err != nil {
 		return err
 	}
-	p.row = row
-	return s.addEvent(tx, a, p.ID, "plan_created", map[string]any{"summary": p.Summary})
+	p.storedStatus = row.Status
+	return recordEvent(ctx, tx, a, p.ID, "plan_created", map[string]any{"summary": p.Summary})
 }
 
 func time0(t Time) time.Time { return time.Time(t) }

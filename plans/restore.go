@@ -7,8 +7,7 @@ import (
 	"errors"
 	"slices"
 
-	"gorm.io/gorm"
-
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/revisions"
 )
 
@@ -50,7 +49,7 @@ func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID strin
 	}
 	sortKinds(doc.Types)
 	var plan *Plan
-	err = s.inTx(ctx, sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+	err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 		p, err := s.computePlan(ctx, tx, a, doc, false, nil)
 		if err != nil {
 			return err
@@ -62,7 +61,7 @@ func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID strin
 				p.Changes[i].ResourceID = json.RawMessage(mustJSON(formerIDs[c.Key]))
 			}
 		}
-		if err := s.insertPlan(tx, a, p); err != nil {
+		if err := s.insertPlan(ctx, tx, a, p); err != nil {
 			return err
 		}
 		plan = p
@@ -84,12 +83,12 @@ func (s *Service) revision(ctx context.Context, a Actor, id, perm string) (*revi
 	if !ValidID(PrefixRevision, id) {
 		return nil, &Error{Code: CodeNotFound, Detail: "no such config revision"}
 	}
-	rev, err := revisions.Get(ctx, s.db, a.EnvironmentID, id, s.cfg.RevisionLimit, s.now())
+	rev, err := s.db.GetRevision(ctx, a.EnvironmentID, id, s.cfg.RevisionLimit)
 	if errors.Is(err, revisions.ErrNotFound) {
 		return nil, &Error{Code: CodeNotFound, Detail: "no such config revision"}
 	}
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, err
 	}
 	kinds := make([]Kind, 0, len(rev.Types))
 	for _, t := range rev.Types {
@@ -109,9 +108,9 @@ func (s *Service) ListRevisions(ctx context.Context, a Actor, lp ListParams) (Pa
 	if err := a.Require(PermConfigRead); err != nil {
 		return Page[*revisions.Revision]{}, err
 	}
-	revs, err := revisions.List(ctx, s.db, a.EnvironmentID, lp.Cursor, lp.Limit, s.cfg.RevisionLimit, s.now())
+	revs, err := s.db.ListRevisions(ctx, a.EnvironmentID, lp.Cursor, lp.Limit, s.cfg.RevisionLimit)
 	if err != nil {
-		return Page[*revisions.Revision]{}, interpretError(err)
+		return Page[*revisions.Revision]{}, err
 	}
 	return page(revs, lp.Limit, func(r *revisions.Revision) string { return r.ID }), nil
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
+	"github.com/keenauth/configplans/configdb"
 )
 
 // referencedBy lists, per kind, the kinds whose specs can reference it.
@@ -42,46 +42,43 @@ func sortKinds(ks []Kind) {
 }
 
 // state is the configuration of an environment for a set of kinds.
-type state map[Kind]map[string]*Resource
+type state map[Kind]map[string]*configdb.Resource
 
-func (st state) get(k Kind, key string) *Resource {
+func (st state) get(k Kind, key string) *configdb.Resource {
 	if m := st[k]; m != nil {
 		return m[key]
 	}
 	return nil
 }
 
-func loadState(ctx context.Context, tx *gorm.DB, envID string, kinds []Kind) (state, error) {
-	st := state{}
-	for _, k := range kinds {
-		st[k] = map[string]*Resource{}
-	}
-	if len(kinds) == 0 {
-		return st, nil
-	}
-	var rows []Resource
-	if err := tx.WithContext(ctx).Where("environment_id = ? AND kind IN ?", envID, kinds).Find(&rows).Error; err != nil {
-		return nil, interpretError(err)
-	}
+// add keeps the first reading of each resource of rows; with
+// canonicalize, its spec is re-encoded canonically (PostgreSQL's jsonb
+// reorders keys), so that specs compare byte for byte.
+func (st state) add(rows []configdb.Resource, canonicalize bool) {
 	for i := range rows {
 		r := &rows[i]
-		r.Spec = JSON(canonical(r.Spec))
-		st[r.Kind][r.Key] = r
+		k := Kind(r.Kind)
+		if st[k] == nil {
+			st[k] = map[string]*configdb.Resource{}
+		}
+		if st[k][r.Key] == nil {
+			if canonicalize {
+				r.Spec = configdb.JSON(canonical(r.Spec))
+			}
+			st[k][r.Key] = r
+		}
 	}
-	return st, nil
 }
 
-func loadGenerations(ctx context.Context, tx *gorm.DB, envID string, kinds []Kind) (map[Kind]int64, error) {
-	out := map[Kind]int64{}
-	if len(kinds) == 0 {
-		return out, nil
+// loadGenerations reads the generation of each of kinds.
+func loadGenerations(ctx context.Context, db configdb.Reader, envID string, kinds []Kind) (map[Kind]int64, error) {
+	gens, err := db.LoadGenerations(ctx, envID, kindStrings(kinds))
+	if err != nil {
+		return nil, err
 	}
-	var rows []TypeState
-	if err := tx.WithContext(ctx).Where("environment_id = ? AND kind IN ?", envID, kinds).Find(&rows).Error; err != nil {
-		return nil, interpretError(err)
-	}
-	for _, r := range rows {
-		out[r.Kind] = r.Generation
+	out := make(map[Kind]int64, len(gens))
+	for k, g := range gens {
+		out[Kind(k)] = g
 	}
 	return out, nil
 }
@@ -156,41 +153,6 @@ func (p *postState) resolve(ref Reference) (code Code, detail string, ok bool) {
 	return "", "", true
 }
 
-// policies returns the environment's policies.
-func loadPolicies(ctx context.Context, tx *gorm.DB, envID string) (Policies, error) {
-	var row policyRow
-	err := interpretError(tx.WithContext(ctx).Where("environment_id = ?", envID).Take(&row).Error)
-	if isNotFound(err) {
-		return Policies{}, nil
-	}
-	if err != nil {
-		return Policies{}, err
-	}
-	var p Policies
-	if err := json.Unmarshal(row.Policies, &p); err != nil {
-		return Policies{}, err
-	}
-	return p, nil
-}
-
-// recentTokens returns the applications of keys that received a token
-// since the given time.
-func recentTokens(ctx context.Context, tx *gorm.DB, envID string, keys []string, since time.Time) (map[string]bool, error) {
-	out := map[string]bool{}
-	if len(keys) == 0 {
-		return out, nil
-	}
-	var rows []tokenActivityRow
-	err := tx.WithContext(ctx).Where("environment_id = ? AND application_key IN ? AND last_issued_at > ?", envID, keys, since).Find(&rows).Error
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	for _, r := range rows {
-		out[r.ApplicationKey] = true
-	}
-	return out, nil
-}
-
 // tokenWindow is how recent a token makes an application's deletion protected.
 const tokenWindow = 30 * 24 * time.Hour
 
@@ -230,23 +192,4 @@ func materialHash(oidc json.RawMessage) string {
 // SecretRef names the client secret of a connection.
 func SecretRef(key string) string {
 	return "KEENAUTH_CONNECTION_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_")) + "_CLIENT_SECRET"
-}
-
-// confirmedMaterial returns, per connection id, the hash of the material the
-// federation service confirmed.
-func confirmedMaterial(ctx context.Context, tx *gorm.DB, envID string) (map[string]string, error) {
-	var rows []struct {
-		ConnectionID string
-		MaterialHash string
-	}
-	err := tx.WithContext(ctx).Table("connection_materials").Select("connection_id, material_hash").
-		Where("environment_id = ?", envID).Find(&rows).Error
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out := map[string]string{}
-	for _, r := range rows {
-		out[r.ConnectionID] = r.MaterialHash
-	}
-	return out, nil
 }

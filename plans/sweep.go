@@ -2,12 +2,11 @@ package plans
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-
-	"github.com/keenauth/configplans/revisions"
+	"github.com/keenauth/configplans/configdb"
 )
 
 // SweepConfig is what one sweep deletes, and in which steps.
@@ -42,14 +41,13 @@ func (s *Service) Sweep(ctx context.Context, sc SweepConfig) (SweepResult, error
 	var res SweepResult
 	after := ""
 	for {
-		var envs []string
-		err := s.db.WithContext(ctx).Model(&Environment{}).Where("id > ?", after).Order("id").Limit(sweepEnvironmentPage).Pluck("id", &envs).Error
+		envs, err := s.db.EnvironmentIDs(ctx, after, sweepEnvironmentPage)
 		if err != nil {
-			return res, interpretError(err)
+			return res, err
 		}
 		for _, env := range envs {
 			if err := s.sweepEnvironment(ctx, env, sc, &res); err != nil {
-				return res, fmt.Errorf("sweep %s: %w", env, interpretError(err))
+				return res, fmt.Errorf("sweep %s: %w", env, err)
 			}
 		}
 		if len(envs) < sweepEnvironmentPage {
@@ -61,7 +59,7 @@ func (s *Service) Sweep(ctx context.Context, sc SweepConfig) (SweepResult, error
 
 func (s *Service) sweepEnvironment(ctx context.Context, env string, sc SweepConfig, res *SweepResult) error {
 	for {
-		n, err := revisions.PruneBatch(ctx, s.db, env, s.cfg.RevisionLimit, s.now(), sc.Batch)
+		n, err := s.db.PruneRevisionBatch(ctx, env, s.cfg.RevisionLimit, sc.Batch)
 		if err != nil {
 			return err
 		}
@@ -78,7 +76,12 @@ func (s *Service) sweepEnvironment(ctx context.Context, env string, sc SweepConf
 	}
 	cutoff := s.now().Add(-sc.PlanRetention)
 	for {
-		plans, events, err := s.deletePlanBatch(ctx, env, cutoff, sc.Batch)
+		var plans, events int
+		err := s.db.InTx(ctx, sql.LevelDefault, func(tx *configdb.Tx) error {
+			var err error
+			plans, events, err = tx.DeleteFinishedPlans(ctx, env, cutoff, sc.Batch)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -88,28 +91,4 @@ func (s *Service) sweepEnvironment(ctx context.Context, env string, sc SweepConf
 			return nil
 		}
 	}
-}
-
-// deletePlanBatch deletes up to limit plans of env created before cutoff
-// that can no longer change (applied, conflicted, expired — a planned plan
-// past its validity is expired), with their events, in one transaction.
-func (s *Service) deletePlanBatch(ctx context.Context, env string, cutoff time.Time, limit int) (plans, events int, err error) {
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var ids []string
-		err := tx.Model(&planRow{}).Where("environment_id = ? AND created_at < ?", env, cutoff).
-			Where("status NOT IN (?, ?) OR (status = ? AND expires_at <= ?)", StatusPlanned, StatusApplying, StatusPlanned, s.now()).
-			Order("id").Limit(limit).Pluck("id", &ids).Error
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		r := tx.Exec("DELETE FROM plan_events WHERE environment_id = ? AND plan_id IN ?", env, ids)
-		if r.Error != nil {
-			return r.Error
-		}
-		events = int(r.RowsAffected)
-		r = tx.Exec("DELETE FROM config_plans WHERE environment_id = ? AND id IN ?", env, ids)
-		plans = int(r.RowsAffected)
-		return r.Error
-	})
-	return plans, events, err
 }

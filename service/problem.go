@@ -4,7 +4,6 @@ package service
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -114,24 +113,15 @@ func jsonResponse(status int, v any) response {
 	return response{status: status, header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}, body: b}
 }
 
-// toError turns any error into the domain error answered (plans.ErrorCode
-// names its code); known is false for an error that is not the contract's,
-// which is answered as internal_error and logged in full.
-func toError(err error) (de *plans.Error, known bool) {
-	code := plans.ErrorCode(err)
-	if errors.As(err, &de) {
-		if _, ok := codes[code]; ok {
-			return de, true
-		}
-		code = plans.CodeInternalError
+// toError turns any error into the domain error answered (plans.AsError);
+// known is false for an error that is not the contract's, logged in full,
+// and for a code missing from the table: both are answered internal_error.
+func toError(err error) (*plans.Error, bool) {
+	de, known := plans.AsError(err)
+	if _, ok := codes[de.Code]; !ok {
+		return &plans.Error{Code: plans.CodeInternalError, Detail: "an internal error occurred"}, false
 	}
-	switch code {
-	case plans.CodeServiceUnavailable:
-		return &plans.Error{Code: code, Detail: "the directory is temporarily unavailable", Extra: map[string]any{"retry_after": 1}}, true
-	case plans.CodeNotFound:
-		return &plans.Error{Code: code, Detail: "not found"}, true
-	}
-	return &plans.Error{Code: plans.CodeInternalError, Detail: "an internal error occurred"}, false
+	return de, known
 }
 
 // problemResponse renders err as problem+json.

@@ -14,8 +14,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
-	"gorm.io/gorm"
-
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/metrics"
@@ -75,18 +74,12 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 
 	log := newLogger(stderr, cfg.LogLevel)
 	dbPath := filepath.Join(*dataDir, devDatabaseFile)
-	db, err := plans.OpenSQLite(dbPath)
+	db, err := configdb.OpenSQLite(dbPath)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	defer closeDB(db)
 	if _, err := migrations.UpSQLite(ctx, db); err != nil {
-		return fmt.Errorf("dev: %w", err)
-	}
-	// The in-process federation service starts empty: the material an
-	// earlier start confirmed is gone with it, so the planner must plan it
-	// again (a plan of the same document writes it, with its secret).
-	if err := db.WithContext(ctx).Exec("DELETE FROM connection_materials").Error; err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	sqlDB, err := db.DB()
@@ -98,6 +91,12 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
 	svc := plans.NewService(db, pc, nil, log, m.Plans(plans.Hooks{Federation: federation.NewInProcess()}))
+	// The in-process federation service starts empty: the material an
+	// earlier start confirmed is gone with it, so the planner must plan it
+	// again (a plan of the same document writes it, with its secret).
+	if err := svc.ForgetConfirmedMaterial(ctx); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
 
 	// Listen before the key is made, so that a busy address costs no key.
 	ln, err := net.Listen("tcp", *listen)
@@ -105,7 +104,7 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		return fmt.Errorf("dev: %w", err)
 	}
 	defer ln.Close() // the server closes it first once it serves
-	env, created, err := devEnvironment(ctx, svc, db)
+	env, created, err := devEnvironment(ctx, svc)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
@@ -159,13 +158,12 @@ func devServe(ctx context.Context, cfg config, ln net.Listener, svc *plans.Servi
 
 // devEnvironment returns the dev environment of the database, creating it
 // on the first start.
-func devEnvironment(ctx context.Context, svc *plans.Service, db *gorm.DB) (plans.Environment, bool, error) {
-	var env plans.Environment
-	err := db.WithContext(ctx).Where("name = ?", devEnvironmentName).Order("id").Take(&env).Error
+func devEnvironment(ctx context.Context, svc *plans.Service) (plans.Environment, bool, error) {
+	env, err := svc.FindEnvironment(ctx, devEnvironmentName)
 	if err == nil {
 		return env, false, nil
 	}
-	if !errors.Is(err, gorm.ErrRecordNotFound) {
+	if !errors.Is(err, plans.ErrNotFound) {
 		return env, false, fmt.Errorf("find the %s environment: %w", devEnvironmentName, err)
 	}
 	env, err = svc.CreateEnvironment(ctx, devEnvironmentName)

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/migrations"
-	"github.com/keenauth/configplans/plans"
 )
 
 // NewSQLite gives t its own embedded (SQLite) database, the storage of
@@ -15,7 +15,7 @@ import (
 func NewSQLite(t testing.TB) *Database {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "keenauth.db")
-	db, err := plans.OpenSQLite(path)
+	db, err := configdb.OpenSQLite(path)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}

@@ -1,11 +1,14 @@
 package plans
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/keenauth/configplans/configdb"
 )
 
 // Policies are the environment policies of §11. Every policy is optional;
@@ -163,4 +166,39 @@ func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer stri
 		}
 	}
 	return out
+}
+
+// loadPolicies returns the environment's policies.
+func loadPolicies(ctx context.Context, db configdb.Reader, envID string) (Policies, error) {
+	raw, err := db.LoadPolicies(ctx, envID)
+	if err != nil || raw == nil {
+		return Policies{}, err
+	}
+	var p Policies
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return Policies{}, err
+	}
+	return p, nil
+}
+
+// PutPolicies replaces the policies of an environment.
+func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (Policies, error) {
+	if !ValidID(PrefixEnvironment, envID) {
+		return Policies{}, &Error{Code: CodeNotFound, Detail: "no such environment"}
+	}
+	p, problems, err := DecodePolicies(body)
+	if err != nil {
+		return Policies{}, err
+	}
+	if len(problems) > 0 {
+		return Policies{}, Problems(CodeValidationFailed, problems)
+	}
+	if err := s.requireEnvironment(ctx, envID); err != nil {
+		return Policies{}, err
+	}
+	err = s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.PutPolicies(ctx, envID, mustJSON(p)) })
+	if err != nil {
+		return Policies{}, fmt.Errorf("policies: %w", err)
+	}
+	return p, nil
 }

@@ -1,4 +1,4 @@
-package plans
+package configdb
 
 import (
 	"context"
@@ -93,19 +93,19 @@ func TestSQLiteTimesCompareAsTimesWhateverTheirZone(t *testing.T) {
 func TestSQLiteTokenActivityKeepsTheLatestTime(t *testing.T) {
 	t.Parallel()
 	db, _ := openTestSQLite(t)
-	s := NewService(db, DefaultConfig(), nil, nil, Hooks{})
+	d := New(db, time.Now, Options{})
 	ctx := context.Background()
-	env, err := s.CreateEnvironment(ctx, "Shop")
-	if err != nil {
+	env := Environment{ID: "env_a", Name: "Shop"}
+	if err := d.Write(ctx, func(tx *Tx) error { return tx.CreateEnvironment(ctx, &env, nil, nil) }); err != nil {
 		t.Fatal(err)
 	}
 	latest := time.Date(2026, 3, 1, 12, 0, 0, 250_000_000, time.UTC)
 	for _, at := range []time.Time{latest.Add(-time.Hour), latest, latest.Add(-time.Second)} {
-		if err := s.RecordTokenActivity(ctx, TokenActivity{EnvironmentID: env.ID, ApplicationKey: "portal", IssuedAt: at}); err != nil {
+		if err := d.Write(ctx, func(tx *Tx) error { return tx.RecordTokenActivity(ctx, env.ID, "portal", at) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var row tokenActivityRow
+	var row TokenActivityRow
 	if err := db.Where("environment_id = ? AND application_key = ?", env.ID, "portal").Take(&row).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -144,21 +144,21 @@ func TestSQLiteRetriedTransactionHoldsTheWriteLockFromItsStart(t *testing.T) {
 	t.Parallel()
 	db, other := openTestSQLite(t)
 	retries := 0
-	s := NewService(db, DefaultConfig(), nil, nil, Hooks{OnTxRetry: func() { retries++ }})
+	d := New(db, time.Now, Options{OnTxRetry: func() { retries++ }})
 	if err := db.Create(&Environment{ID: "env_a", Name: "a", CreatedAt: time.Now()}).Error; err != nil {
 		t.Fatal(err)
 	}
 	var otherWrites []error
 	attempts := 0
-	err := s.inTx(context.Background(), sql.LevelRepeatableRead, func(tx *gorm.DB) error {
+	err := d.InTx(context.Background(), sql.LevelRepeatableRead, func(tx *Tx) error {
 		attempts++
 		var env Environment
-		if err := tx.Take(&env).Error; err != nil {
+		if err := tx.g.Take(&env).Error; err != nil {
 			return err
 		}
 		// Another writer, between this transaction's read and its write.
 		otherWrites = append(otherWrites, other.Exec("UPDATE environments SET generation = generation + 1").Error)
-		return tx.Model(&Environment{}).Where("id = ?", env.ID).Update("generation", env.Generation+10).Error
+		return tx.g.Model(&Environment{}).Where("id = ?", env.ID).Update("generation", env.Generation+10).Error
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
-package plans
+package configdb
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -27,7 +26,7 @@ type APIKey struct {
 // Resource is one stored resource of a configuration.
 type Resource struct {
 	EnvironmentID string `gorm:"primaryKey"`
-	Kind          Kind   `gorm:"primaryKey"`
+	Kind          string `gorm:"primaryKey"`
 	Key           string `gorm:"primaryKey"`
 	ResourceID    string
 	Version       int
@@ -45,12 +44,12 @@ type Resource struct {
 // fingerprint of that type's whole content.
 type TypeState struct {
 	EnvironmentID string `gorm:"primaryKey"`
-	Kind          Kind   `gorm:"primaryKey"`
+	Kind          string `gorm:"primaryKey"`
 	Generation    int64
 }
 
-// planRow is the stored form of a plan.
-type planRow struct {
+// PlanRow is the stored form of a plan.
+type PlanRow struct {
 	EnvironmentID          string `gorm:"primaryKey"`
 	ID                     string `gorm:"primaryKey"`
 	Status                 string
@@ -76,9 +75,11 @@ type planRow struct {
 	IdempotencyFingerprint *string
 }
 
-func (planRow) TableName() string { return "config_plans" }
+// TableName names the table.
+func (PlanRow) TableName() string { return "config_plans" }
 
-type planEventRow struct {
+// PlanEventRow is an event of a plan's history.
+type PlanEventRow struct {
 	EnvironmentID string `gorm:"primaryKey"`
 	PlanID        string `gorm:"primaryKey"`
 	ID            string `gorm:"primaryKey"`
@@ -89,9 +90,11 @@ type planEventRow struct {
 	Data          JSON
 }
 
-func (planEventRow) TableName() string { return "plan_events" }
+// TableName names the table.
+func (PlanEventRow) TableName() string { return "plan_events" }
 
-type logRow struct {
+// LogRow is an entry of the management log.
+type LogRow struct {
 	EnvironmentID string `gorm:"primaryKey"`
 	ID            string `gorm:"primaryKey"`
 	Type          string
@@ -103,23 +106,28 @@ type logRow struct {
 	Data          JSON
 }
 
-func (logRow) TableName() string { return "management_logs" }
+// TableName names the table.
+func (LogRow) TableName() string { return "management_logs" }
 
-type tokenActivityRow struct {
+// TokenActivityRow is the latest token time of an application.
+type TokenActivityRow struct {
 	EnvironmentID  string `gorm:"primaryKey"`
 	ApplicationKey string `gorm:"primaryKey"`
 	LastIssuedAt   time.Time
 }
 
-func (tokenActivityRow) TableName() string { return "token_activity" }
+// TableName names the table.
+func (TokenActivityRow) TableName() string { return "token_activity" }
 
-type policyRow struct {
+// PolicyRow holds the policies of an environment.
+type PolicyRow struct {
 	EnvironmentID string `gorm:"primaryKey"`
 	Policies      JSON
 	UpdatedAt     time.Time
 }
 
-func (policyRow) TableName() string { return "environment_policies" }
+// TableName names the table.
+func (PolicyRow) TableName() string { return "environment_policies" }
 
 // JSON is a JSON value stored in a jsonb column. PostgreSQL gives jsonb back
 // with its own key order and spacing, so readers canonicalise before
@@ -155,30 +163,3 @@ func (j *JSON) Scan(src any) error {
 
 // GormDataType tells GORM the column type.
 func (JSON) GormDataType() string { return "jsonb" }
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// canonical re-encodes a JSON value with sorted object keys and no spacing,
-// so equal values compare equal byte for byte.
-func canonical(raw []byte) json.RawMessage {
-	if raw == nil {
-		return nil
-	}
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return json.RawMessage(raw)
-	}
-	if v == nil {
-		return nil
-	}
-	b, _ := json.Marshal(v)
-	return b
-}

@@ -1,0 +1,129 @@
+// Package configdb is the storage of the configuration domain: the GORM
+// models of its tables, the PostgreSQL and SQLite dialects, the loaders and
+// every write. Writes happen in a unit of work, a *Tx, that only InTx opens:
+// it carries the clock reading of the transaction and its dialect, and it
+// is retried on serialization failures and deadlocks. Driver errors are
+// translated once, here (ErrNotFound, ErrUnavailable, ErrUnstorableText).
+//
+// The plan's life is a set of named transitions (ClaimPlan, RenewLease,
+// RecordApply, FinishPlan, ReleasePlan, MarkConflicted, MarkExpired,
+// RecordEvent): no SQL about plans is written anywhere else.
+package configdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Options are the retry policy of transactions.
+type Options struct {
+	// MaxTxAttempts bounds the runs of a transaction after serialization
+	// failures and deadlocks (8 when zero).
+	MaxTxAttempts int
+	// OnTxRetry is called when a transaction is run again.
+	OnTxRetry func()
+}
+
+// DB is the configuration database. Its reads run on the pool; its writes
+// run in a *Tx.
+type DB struct {
+	Reader
+	now  func() time.Time
+	opts Options
+}
+
+// New wraps an opened database (PostgreSQL or SQLite); now is the clock
+// every transaction reads once.
+func New(g *gorm.DB, now func() time.Time, opts Options) *DB {
+	if opts.MaxTxAttempts <= 0 {
+		opts.MaxTxAttempts = 8
+	}
+	return &DB{Reader: Reader{g: g, sqlite: isSQLite(g)}, now: now, opts: opts}
+}
+
+// Tx is one transaction: every write of the domain goes through one.
+type Tx struct {
+	Reader
+	// Now is the time of the transaction: every row it writes carries it.
+	Now time.Time
+}
+
+// Gorm returns the transaction's handle, for the test hooks that write
+// beside the domain.
+func (tx *Tx) Gorm() *gorm.DB { return tx.g }
+
+// Reader holds the loaders, on the pool (DB.Reader) or in a transaction
+// (Tx.Reader), so that a loader serves both.
+type Reader struct {
+	g      *gorm.DB
+	sqlite bool
+}
+
+func (r Reader) q(ctx context.Context) *gorm.DB { return r.g.WithContext(ctx) }
+
+// InTx runs fn in a transaction at the given isolation level, retrying it
+// on serialization failures and deadlocks (bounded, with a short backoff).
+// It is the only way a transaction is opened.
+func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = d.g.WithContext(ctx).Transaction(func(g *gorm.DB) error {
+			tx := &Tx{Reader: Reader{g: g, sqlite: d.sqlite}, Now: d.now()}
+			if attempt > 1 && d.sqlite {
+				if err := lockForRetry(g); err != nil {
+					return err
+				}
+			}
+			return fn(tx)
+		}, &sql.TxOptions{Isolation: iso})
+		err = interpretErrorKeep(err)
+		if !errors.Is(err, errRetry) {
+			return err
+		}
+		if attempt >= d.opts.MaxTxAttempts {
+			// Still conflicting after every attempt: the directory is too
+			// busy to answer now, and nothing was written.
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if d.opts.OnTxRetry != nil {
+			d.opts.OnTxRetry()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+		case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
+		}
+	}
+}
+
+// detachedTimeout bounds a transaction that outlives its request.
+const detachedTimeout = 5 * time.Second
+
+// InTxDetached is InTx for the writes that must happen even when the
+// request's context is gone (a release, a recorded rejection, the end of
+// an apply whose records are committed): it runs, and rolls back, without
+// the request's cancellation, within detachedTimeout.
+func (d *DB) InTxDetached(ctx context.Context, fn func(tx *Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+	defer cancel()
+	return d.InTx(ctx, sql.LevelDefault, fn)
+}
+
+// Write runs one write in its own transaction (READ COMMITTED): the
+// statements that need no other read, such as an upsert.
+func (d *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	return d.InTx(ctx, sql.LevelDefault, fn)
+}
+
+// rows reads the outcome of a conditional write: whether it changed a row.
+func rows(res *gorm.DB) (bool, error) {
+	if res.Error != nil {
+		return false, res.Error
+	}
+	return res.RowsAffected > 0, nil
+}

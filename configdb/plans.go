@@ -1,0 +1,273 @@
+package configdb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Stored plan statuses. An applying plan whose lease has passed, and a
+// planned one past its validity, keep their stored status until a
+// transition moves them; the domain computes the status shown.
+const (
+	planned    = "planned"
+	applying   = "applying"
+	applied    = "applied"
+	conflicted = "conflicted"
+	expired    = "expired"
+)
+
+// PlanKey names one plan of one environment.
+type PlanKey struct {
+	EnvironmentID string
+	ID            string
+}
+
+// where is the condition on the plan's primary key.
+func (k PlanKey) where() (string, string, string) {
+	return "environment_id = ? AND id = ?", k.EnvironmentID, k.ID
+}
+
+// LoadPlan reads a stored plan (ErrNotFound when there is none).
+func (r Reader) LoadPlan(ctx context.Context, k PlanKey) (*PlanRow, error) {
+	var row PlanRow
+	q, env, id := k.where()
+	if err := r.q(ctx).Where(q, env, id).Take(&row).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	return &row, nil
+}
+
+// PlanFilter selects a page of an environment's plans, newest first.
+type PlanFilter struct {
+	EnvironmentID string
+	// Status is a status shown ("" for every plan): the rows that may have
+	// it are read, since an expired or a planned-again plan is computed.
+	Status string
+	Before string // an id: only older plans
+	Limit  int
+	Now    time.Time
+	// TypeSets are the type sets to read, unless AllTypeSets.
+	TypeSets    []string
+	AllTypeSets bool
+}
+
+// storedStatuses are the stored statuses of the plans whose effective status
+// can be status ("" for any).
+func storedStatuses(status string) []string {
+	switch status {
+	case planned:
+		return []string{planned, applying}
+	case expired:
+		return []string{planned, applying, expired}
+	case "":
+		return []string{planned, applying, applied, conflicted, expired}
+	}
+	return []string{status}
+}
+
+// PlanTypeSets returns the distinct type sets of the environment's plans.
+// They are read by a loose scan of the config_plans_type_set index, one
+// probe per set: an environment has few (at most one per combination of its
+// nine kinds), however many plans it keeps.
+func (r Reader) PlanTypeSets(ctx context.Context, envID string) ([]string, error) {
+	var present []string
+	err := r.q(ctx).Raw(`WITH RECURSIVE sets(type_set) AS (
+			SELECT MIN(type_set) FROM config_plans WHERE environment_id = ?
+			UNION ALL
+			SELECT (SELECT MIN(c.type_set) FROM config_plans c WHERE c.environment_id = ? AND c.type_set > sets.type_set)
+			FROM sets WHERE sets.type_set IS NOT NULL)
+		SELECT type_set FROM sets WHERE type_set IS NOT NULL`, envID, envID).Scan(&present).Error
+	return present, interpretError(err)
+}
+
+// maxSetQueries bounds the per-set, per-status queries of one batch; past
+// it one query filters on every set at once (its cost then grows with the
+// plans the key can see, still not with those it cannot).
+const maxSetQueries = 64
+
+// ListPlans reads up to f.Limit plans of the environment older than
+// f.Before, newest first, whose stored status can be f.Status and, unless
+// f.AllTypeSets, whose type set is one of f.TypeSets.
+func (r Reader) ListPlans(ctx context.Context, f PlanFilter) ([]PlanRow, error) {
+	var rows []PlanRow
+	statuses := storedStatuses(f.Status)
+	if f.AllTypeSets || len(f.TypeSets)*len(statuses) > maxSetQueries {
+		q := r.q(ctx).Model(&PlanRow{}).Where("environment_id = ?", f.EnvironmentID)
+		if f.Before != "" {
+			q = q.Where("id < ?", f.Before)
+		}
+		if f.Status == planned {
+			q = q.Where("expires_at > ?", f.Now)
+		}
+		if f.Status != "" {
+			q = q.Where("status IN ?", statuses)
+		}
+		if !f.AllTypeSets {
+			q = q.Where("type_set IN ?", f.TypeSets)
+		}
+		err := q.Order("id DESC").Limit(f.Limit).Find(&rows).Error
+		return rows, interpretError(err)
+	}
+	// One query per (set, status), each the newest batch of its stretch of
+	// the index, merged newest first: the database reads at most a batch
+	// of rows of each, whatever the key cannot see.
+	cond := "environment_id = ? AND type_set = ? AND status = ?"
+	if f.Before != "" {
+		cond += " AND id < ?"
+	}
+	if f.Status == planned {
+		cond += " AND expires_at > ?"
+	}
+	var parts []string
+	var args []any
+	for _, set := range f.TypeSets {
+		for _, st := range statuses {
+			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT * FROM config_plans WHERE %s ORDER BY id DESC LIMIT ?) AS s%d", cond, len(parts)))
+			args = append(args, f.EnvironmentID, set, st)
+			if f.Before != "" {
+				args = append(args, f.Before)
+			}
+			if f.Status == planned {
+				args = append(args, f.Now)
+			}
+			args = append(args, f.Limit)
+		}
+	}
+	err := r.q(ctx).Raw(strings.Join(parts, " UNION ALL ")+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...).Scan(&rows).Error
+	return rows, interpretError(err)
+}
+
+// InsertPlan stores a new plan.
+func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow) error {
+	return tx.q(ctx).Create(row).Error
+}
+
+// ClaimPlan moves a plan planned → applying under token, with a lease
+// until lease from now, and keeps the Idempotency-Key fingerprint of the
+// claim (nil: none). An applying plan whose lease has passed is claimed
+// again; a plan past its validity is not. Of any number of concurrent
+// claims, on any replica, one wins: claimed reports whether it is this one.
+func (tx *Tx) ClaimPlan(ctx context.Context, k PlanKey, token string, lease time.Duration, fingerprint *string) (claimed bool, err error) {
+	q, env, id := k.where()
+	return rows(tx.q(ctx).Model(&PlanRow{}).
+		Where(q+" AND expires_at > ? AND (status = 'planned' OR (status = 'applying' AND lease_until <= ?))", env, id, tx.Now, tx.Now).
+		Updates(map[string]any{"status": applying, "lease_token": token, "lease_until": tx.Now.Add(lease),
+			"idempotency_fingerprint": fingerprint}))
+}
+
+// RenewLease extends the apply lease that token holds to lease from now.
+func (tx *Tx) RenewLease(ctx context.Context, k PlanKey, token string, lease time.Duration) error {
+	q, env, id := k.where()
+	return tx.q(ctx).Model(&PlanRow{}).Where(q+" AND lease_token = ?", env, id, token).
+		Update("lease_until", tx.Now.Add(lease)).Error
+}
+
+// AppliedPlan is what an apply records on its plan.
+type AppliedPlan struct {
+	RevisionID  *string
+	AppliedBy   string
+	Fingerprint *string
+	// Changes, when set, replace the stored changes (the ids of created
+	// connections).
+	Changes JSON
+	// Finished: the apply is over (no OIDC material left to write), and
+	// the plan is applied.
+	Finished bool
+}
+
+// RecordApply records the apply of a plan that token holds, in the
+// apply's transaction. It reports false when the plan is no longer
+// applying under token (the lease was lost).
+func (tx *Tx) RecordApply(ctx context.Context, k PlanKey, token string, a AppliedPlan) (bool, error) {
+	updates := map[string]any{"revision_id": a.RevisionID, "applied_by": a.AppliedBy, "idempotency_fingerprint": a.Fingerprint}
+	if a.Changes != nil {
+		updates["changes"] = a.Changes
+	}
+	if a.Finished {
+		updates["status"], updates["applied_at"], updates["lease_token"], updates["lease_until"] = applied, tx.Now, "", nil
+	}
+	q, env, id := k.where()
+	return rows(tx.q(ctx).Model(&PlanRow{}).Where(q+" AND status = 'applying' AND lease_token = ?", env, id, token).Updates(updates))
+}
+
+// FinishPlan makes applied the plan that token holds, once the federation
+// service confirmed every write of its OIDC material.
+func (tx *Tx) FinishPlan(ctx context.Context, k PlanKey, token string) (bool, error) {
+	return tx.endLease(ctx, k, token, map[string]any{"status": applied, "applied_at": tx.Now})
+}
+
+// ReleasePlan returns to planned the plan that token holds, without the
+// revision an apply may have recorded: the apply did not happen, or not
+// all of it.
+func (tx *Tx) ReleasePlan(ctx context.Context, k PlanKey, token string) (bool, error) {
+	return tx.endLease(ctx, k, token, map[string]any{"status": planned, "revision_id": nil})
+}
+
+// MarkConflicted makes conflicted the plan that token holds: what it was
+// planned against changed.
+func (tx *Tx) MarkConflicted(ctx context.Context, k PlanKey, token string) (bool, error) {
+	return tx.endLease(ctx, k, token, map[string]any{"status": conflicted, "revision_id": nil})
+}
+
+func (tx *Tx) endLease(ctx context.Context, k PlanKey, token string, updates map[string]any) (bool, error) {
+	updates["lease_token"], updates["lease_until"] = "", nil
+	q, env, id := k.where()
+	return rows(tx.q(ctx).Model(&PlanRow{}).Where(q+" AND lease_token = ?", env, id, token).Updates(updates))
+}
+
+// MarkExpired stores the expired status of a plan past its validity that
+// is still planned (or applying): false when it was not.
+func (tx *Tx) MarkExpired(ctx context.Context, k PlanKey) (bool, error) {
+	q, env, id := k.where()
+	return rows(tx.q(ctx).Model(&PlanRow{}).Where(q+" AND status IN ('planned','applying') AND expires_at <= ?", env, id, tx.Now).
+		Updates(map[string]any{"status": expired, "lease_token": "", "lease_until": nil}))
+}
+
+// RecordEvent adds an event to a plan's history, at the transaction's time.
+func (tx *Tx) RecordEvent(ctx context.Context, ev PlanEventRow) error {
+	ev.CreatedAt = tx.Now
+	return tx.q(ctx).Create(&ev).Error
+}
+
+// HasEvent reports whether a plan's history holds an event of type typ.
+func (r Reader) HasEvent(ctx context.Context, k PlanKey, typ string) (bool, error) {
+	var n int64
+	err := r.q(ctx).Model(&PlanEventRow{}).Where("environment_id = ? AND plan_id = ? AND type = ?", k.EnvironmentID, k.ID, typ).Count(&n).Error
+	return n > 0, interpretError(err)
+}
+
+// ListEvents reads up to limit events of a plan after the id after, oldest
+// first.
+func (r Reader) ListEvents(ctx context.Context, k PlanKey, after string, limit int) ([]PlanEventRow, error) {
+	q := r.q(ctx).Where("environment_id = ? AND plan_id = ?", k.EnvironmentID, k.ID)
+	if after != "" {
+		q = q.Where("id > ?", after)
+	}
+	var rows []PlanEventRow
+	if err := q.Order("id ASC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	return rows, nil
+}
+
+// DeleteFinishedPlans deletes up to limit plans of an environment created
+// before cutoff that can no longer change (applied, conflicted, expired — a
+// planned plan past its validity is expired), with their events.
+func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time.Time, limit int) (plans, events int, err error) {
+	var ids []string
+	err = tx.q(ctx).Model(&PlanRow{}).Where("environment_id = ? AND created_at < ?", envID, cutoff).
+		Where("status NOT IN (?, ?) OR (status = ? AND expires_at <= ?)", planned, applying, planned, tx.Now).
+		Order("id").Limit(limit).Pluck("id", &ids).Error
+	if err != nil || len(ids) == 0 {
+		return 0, 0, err
+	}
+	r := tx.q(ctx).Exec("DELETE FROM plan_events WHERE environment_id = ? AND plan_id IN ?", envID, ids)
+	if r.Error != nil {
+		return 0, 0, r.Error
+	}
+	events = int(r.RowsAffected)
+	r = tx.q(ctx).Exec("DELETE FROM config_plans WHERE environment_id = ? AND id IN ?", envID, ids)
+	return int(r.RowsAffected), events, r.Error
+}

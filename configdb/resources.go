@@ -1,0 +1,194 @@
+package configdb
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Selection names the resources of an environment to read: whole kinds,
+// single resources, and the resources of a kind that hold one of some
+// unique values.
+type Selection struct {
+	Kinds []string
+	// Keys are [kind, key] pairs (outside Kinds).
+	Keys [][2]string
+	// Unique is kind → unique field → compared values (outside Kinds): a
+	// display name folded (display_name_key), an identifier as it is.
+	Unique map[string]map[string][]string
+}
+
+// loadBatch is how many keys or values one query names.
+const loadBatch = 500
+
+// LoadResources reads the resources sel names. A resource may be read
+// more than once (by key and by unique value); the caller keeps one.
+func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) ([]Resource, error) {
+	var out []Resource
+	find := func(q *gorm.DB) error {
+		var rows []Resource
+		if err := q.Find(&rows).Error; err != nil {
+			return interpretError(err)
+		}
+		out = append(out, rows...)
+		return nil
+	}
+	for _, k := range sel.Kinds {
+		if err := find(r.q(ctx).Where("environment_id = ? AND kind = ?", envID, k)); err != nil {
+			return nil, err
+		}
+	}
+	for pairs := sel.Keys; len(pairs) > 0; {
+		batch := pairs[:min(len(pairs), loadBatch)]
+		pairs = pairs[len(batch):]
+		args := make([][]any, len(batch))
+		for i, p := range batch {
+			args[i] = []any{p[0], p[1]}
+		}
+		if err := find(r.q(ctx).Where("environment_id = ? AND (kind, key) IN ?", envID, args)); err != nil {
+			return nil, err
+		}
+	}
+	for k, fields := range sel.Unique {
+		for field, values := range fields {
+			col, err := r.uniqueColumn(field)
+			if err != nil {
+				return nil, err
+			}
+			for len(values) > 0 {
+				batch := values[:min(len(values), loadBatch)]
+				values = values[len(batch):]
+				if err := find(r.q(ctx).Where("environment_id = ? AND kind = ? AND "+col+" IN ?", envID, k, batch)); err != nil {
+					return nil, err
+				}
+			}
+			if field == "display_name" {
+				// A row without its key (written by a replica of the release
+				// before migration 0004, during a rolling upgrade, after the
+				// migrator's backfill) may hold any name: it is read too, and
+				// compared on the key computed from its spec. There are none
+				// once every replica writes the key.
+				if err := find(r.q(ctx).Where("environment_id = ? AND kind = ? AND display_name_key IS NULL", envID, k)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// uniqueColumn is the SQL expression, indexed, that holds the compared
+// form of a unique field of a spec: the stored folded display name, the
+// identifier itself. The fields come from a fixed set, never from a request.
+func (r Reader) uniqueColumn(field string) (string, error) {
+	switch field {
+	case "display_name":
+		return "display_name_key", nil
+	case "identifier":
+		if r.sqlite {
+			return "json_extract(spec, '$.identifier')", nil
+		}
+		return "(spec->>'identifier')", nil
+	}
+	return "", fmt.Errorf("no unique field %q", field)
+}
+
+// LoadKinds reads every resource of kinds.
+func (r Reader) LoadKinds(ctx context.Context, envID string, kinds []string) ([]Resource, error) {
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	var rows []Resource
+	if err := r.q(ctx).Where("environment_id = ? AND kind IN ?", envID, kinds).Find(&rows).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	return rows, nil
+}
+
+// LoadResource reads one resource (ErrNotFound when there is none).
+func (r Reader) LoadResource(ctx context.Context, envID, kind, key string) (*Resource, error) {
+	var row Resource
+	if err := r.q(ctx).Where("environment_id = ? AND kind = ? AND key = ?", envID, kind, key).Take(&row).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	return &row, nil
+}
+
+// LoadGenerations reads the generation of each of kinds.
+func (r Reader) LoadGenerations(ctx context.Context, envID string, kinds []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(kinds) == 0 {
+		return out, nil
+	}
+	var rows []TypeState
+	if err := r.q(ctx).Where("environment_id = ? AND kind IN ?", envID, kinds).Find(&rows).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	for _, row := range rows {
+		out[row.Kind] = row.Generation
+	}
+	return out, nil
+}
+
+// LockEnvironment reads the environment and locks it for the rest of the
+// transaction: the applies of one environment never interleave. Under
+// REPEATABLE READ a lock that waited for another apply's commit fails with
+// a serialization error, and InTx runs the transaction again on a fresh
+// snapshot. NO KEY UPDATE, the lock the generation's UPDATE takes anyway:
+// FOR UPDATE would also hold back the foreign-key checks of every row
+// written for the environment (plans, events) until the apply ends. SQLite
+// has no row locks (its dialector drops the clause): there the first write
+// or a retry takes the database's write lock instead (see sqlite.go).
+func (tx *Tx) LockEnvironment(ctx context.Context, envID string) (Environment, error) {
+	var env Environment
+	err := tx.q(ctx).Clauses(clause.Locking{Strength: "NO KEY UPDATE"}).Where("id = ?", envID).Take(&env).Error
+	return env, err
+}
+
+// CreateResources inserts new resources (version 1) at the transaction's time.
+func (tx *Tx) CreateResources(ctx context.Context, rs []Resource) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	for i := range rs {
+		rs[i].CreatedAt, rs[i].UpdatedAt = tx.Now, tx.Now
+	}
+	return tx.q(ctx).CreateInBatches(rs, 500).Error
+}
+
+// UpdateResource writes a new spec (with its folded display name, nil for
+// a kind without one) over version, making it version+1. A resource no
+// longer at version asks for the transaction to run again.
+func (tx *Tx) UpdateResource(ctx context.Context, envID, kind, key string, version int, spec JSON, displayNameKey *string) error {
+	ok, err := rows(tx.q(ctx).Model(&Resource{}).Where("environment_id = ? AND kind = ? AND key = ? AND version = ?", envID, kind, key, version).
+		Updates(map[string]any{"spec": spec, "display_name_key": displayNameKey, "version": version + 1, "updated_at": tx.Now}))
+	if err == nil && !ok {
+		err = ErrRetry("update " + kind + "/" + key)
+	}
+	return err
+}
+
+// DeleteResource deletes a resource at version. A resource no longer at
+// version asks for the transaction to run again.
+func (tx *Tx) DeleteResource(ctx context.Context, envID, kind, key string, version int) error {
+	ok, err := rows(tx.q(ctx).Where("environment_id = ? AND kind = ? AND key = ? AND version = ?", envID, kind, key, version).Delete(&Resource{}))
+	if err == nil && !ok {
+		err = ErrRetry("delete " + kind + "/" + key)
+	}
+	return err
+}
+
+// BumpGenerations moves the generation of each of kinds and of the
+// environment: their content changed.
+func (tx *Tx) BumpGenerations(ctx context.Context, envID string, kinds []string) error {
+	if len(kinds) == 0 {
+		return nil
+	}
+	if err := tx.q(ctx).Model(&TypeState{}).Where("environment_id = ? AND kind IN ?", envID, kinds).
+		Update("generation", gorm.Expr("generation + 1")).Error; err != nil {
+		return err
+	}
+	return tx.q(ctx).Model(&Environment{}).Where("id = ?", envID).Update("generation", gorm.Expr("generation + 1")).Error
+}

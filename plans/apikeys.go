@@ -1,0 +1,128 @@
+package plans
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/keenauth/configplans/configdb"
+)
+
+// SecretPrefix starts every API key secret.
+const SecretPrefix = "ksk_"
+
+// ErrUnauthenticated: the key is missing, malformed, unknown or revoked.
+var ErrUnauthenticated = &Error{Code: CodeUnauthenticated, Detail: "a valid API key is required"}
+
+// CreatedKey is a new API key with its secret, shown once.
+type CreatedKey struct {
+	ID     string `json:"id"`
+	Secret string `json:"secret"`
+}
+
+// CreateKey creates an API key of env holding perms.
+//
+// The secret is "ksk_" followed by the environment's and the key's ULIDs and
+// 32 random characters (160 bits): authentication finds the key by its
+// primary key, then compares a SHA-256 of the whole secret in constant time.
+func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (CreatedKey, error) {
+	known := map[string]bool{}
+	for _, p := range AllPermissions() {
+		known[p] = true
+	}
+	for _, p := range perms {
+		if !known[p] {
+			return CreatedKey{}, Errorf(CodeValidationFailed, "unknown permission %q", p)
+		}
+	}
+	if !ValidID(PrefixEnvironment, envID) {
+		return CreatedKey{}, fmt.Errorf("environment %q: %w", envID, ErrNotFound)
+	}
+	if ok, err := s.db.EnvironmentExists(ctx, envID); err != nil {
+		return CreatedKey{}, err
+	} else if !ok {
+		return CreatedKey{}, fmt.Errorf("environment %s: %w", envID, ErrNotFound)
+	}
+	id := NewID(PrefixAPIKey)
+	secret := SecretPrefix + strings.TrimPrefix(envID, PrefixEnvironment) + strings.TrimPrefix(id, PrefixAPIKey) + randomBase32(32)
+	sum := sha256.Sum256([]byte(secret))
+	row := configdb.APIKey{EnvironmentID: envID, ID: id, SecretHash: sum[:], Permissions: mustJSON(sortedUnique(perms))}
+	if err := s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.CreateAPIKey(ctx, &row) }); err != nil {
+		return CreatedKey{}, err
+	}
+	return CreatedKey{ID: id, Secret: secret}, nil
+}
+
+// RevokeKey revokes an API key of any environment: it reads the key's
+// environment first (the one read by key id alone, for `keenauthd key
+// revoke` without --env), then revokes it as RevokeEnvironmentKey does.
+func (s *Service) RevokeKey(ctx context.Context, keyID string) error {
+	if !ValidID(PrefixAPIKey, keyID) {
+		return fmt.Errorf("key %q: %w", keyID, ErrNotFound)
+	}
+	envID, err := s.db.APIKeyEnvironment(ctx, keyID)
+	if isNotFound(err) {
+		return fmt.Errorf("key %s: %w", keyID, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	return s.RevokeEnvironmentKey(ctx, envID, keyID)
+}
+
+// RevokeEnvironmentKey revokes an API key of env; every statement names the
+// environment. Revoking a revoked key is not an error.
+func (s *Service) RevokeEnvironmentKey(ctx context.Context, envID, keyID string) error {
+	if !ValidID(PrefixAPIKey, keyID) || !ValidID(PrefixEnvironment, envID) {
+		return fmt.Errorf("key %q of environment %q: %w", keyID, envID, ErrNotFound)
+	}
+	var exists bool
+	err := s.db.Write(ctx, func(tx *configdb.Tx) error {
+		var err error
+		exists, err = tx.RevokeAPIKey(ctx, envID, keyID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("key %s of environment %s: %w", keyID, envID, ErrNotFound)
+	}
+	return nil
+}
+
+// Authenticate resolves a bearer secret to an actor.
+func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error) {
+	body, ok := strings.CutPrefix(secret, SecretPrefix)
+	if !ok || len(body) != 26+26+32 {
+		return Actor{}, ErrUnauthenticated
+	}
+	envID, keyID := PrefixEnvironment+body[:26], PrefixAPIKey+body[26:52]
+	if !ValidID(PrefixEnvironment, envID) || !ValidID(PrefixAPIKey, keyID) {
+		return Actor{}, ErrUnauthenticated
+	}
+	row, err := s.db.LoadAPIKey(ctx, envID, keyID)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Actor{}, ErrUnauthenticated
+		}
+		return Actor{}, err
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if subtle.ConstantTimeCompare(sum[:], row.SecretHash) != 1 || row.RevokedAt != nil {
+		return Actor{}, ErrUnauthenticated
+	}
+	var perms []string
+	if err := json.Unmarshal(row.Permissions, &perms); err != nil {
+		return Actor{}, fmt.Errorf("key %s permissions: %w", keyID, err)
+	}
+	a := Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: map[string]bool{}, KeyCreatedAt: row.CreatedAt}
+	for _, p := range perms {
+		a.Permissions[p] = true
+	}
+	return a, nil
+}

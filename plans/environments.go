@@ -1,0 +1,52 @@
+package plans
+
+import (
+	"context"
+	"strings"
+
+	"github.com/keenauth/configplans/configdb"
+)
+
+// Environment is a tenant environment, as stored.
+type Environment = configdb.Environment
+
+// CreateEnvironment creates an environment with its four singletons at
+// version 1 holding the defaults of §4.
+func (s *Service) CreateEnvironment(ctx context.Context, name string) (Environment, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 128 {
+		return Environment{}, Errorf(CodeValidationFailed, "the environment name must have 1 to 128 characters")
+	}
+	env := Environment{ID: NewID(PrefixEnvironment), Name: name}
+	var singletons []configdb.Resource
+	for kind, spec := range DefaultSingletons(name) {
+		singletons = append(singletons, configdb.Resource{Kind: string(kind), Key: SingletonKey, Version: 1, Spec: configdb.JSON(spec)})
+	}
+	kinds := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		kinds[i] = string(k.Kind)
+	}
+	err := s.db.Write(ctx, func(tx *configdb.Tx) error {
+		return tx.CreateEnvironment(ctx, &env, singletons, kinds)
+	})
+	return env, err
+}
+
+// FindEnvironment returns the oldest environment named name (ErrNotFound
+// when there is none).
+func (s *Service) FindEnvironment(ctx context.Context, name string) (Environment, error) {
+	return s.db.FindEnvironment(ctx, name)
+}
+
+// requireEnvironment answers not_found for an environment that does not
+// exist.
+func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
+	ok, err := s.db.EnvironmentExists(ctx, envID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &Error{Code: CodeNotFound, Detail: "no such environment"}
+	}
+	return nil
+}

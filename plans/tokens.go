@@ -1,0 +1,61 @@
+package plans
+
+import (
+	"context"
+	"time"
+
+	"github.com/keenauth/configplans/configdb"
+)
+
+// maxClockSkew is how far in the future a reported token time may be.
+const maxClockSkew = 5 * time.Minute
+
+// TokenActivity is the body of POST /internal/v1/token-activity.
+type TokenActivity struct {
+	EnvironmentID  string    `json:"environment_id"`
+	ApplicationKey string    `json:"application_key"`
+	IssuedAt       time.Time `json:"issued_at"`
+}
+
+// DecodeTokenActivity strictly decodes the body of
+// POST /internal/v1/token-activity, as a document is decoded: an unknown,
+// repeated or case-variant member gives an *Error unknown_field or
+// malformed_request, and so do a value of the wrong type (issued_at is an
+// RFC 3339 time) and data after the object.
+func DecodeTokenActivity(raw []byte) (TokenActivity, error) {
+	var ta TokenActivity
+	if err := decodeObject(raw, &ta); err != nil {
+		return TokenActivity{}, err
+	}
+	return ta, nil
+}
+
+// RecordTokenActivity keeps the latest token time per application.
+func (s *Service) RecordTokenActivity(ctx context.Context, ta TokenActivity) error {
+	var problems []FieldError
+	if !ValidID(PrefixEnvironment, ta.EnvironmentID) {
+		problems = append(problems, FieldError{Pointer: "/environment_id", Code: CodeInvalid, Detail: "an environment id (env_…)"})
+	}
+	if !resourceKey.MatchString(ta.ApplicationKey) {
+		problems = append(problems, FieldError{Pointer: "/application_key", Code: CodeInvalid, Detail: "an application key"})
+	}
+	switch {
+	case ta.IssuedAt.IsZero():
+		problems = append(problems, FieldError{Pointer: "/issued_at", Code: CodeRequired, Detail: "an RFC 3339 time"})
+	case ta.IssuedAt.After(s.now().Add(maxClockSkew)):
+		// A time in the future would protect the application's deletion
+		// for as long as it lies ahead.
+		problems = append(problems, FieldError{Pointer: "/issued_at", Code: CodeInFuture,
+			Detail: "issued_at is in the future, past the clock skew allowed"})
+	}
+	if len(problems) > 0 {
+		sortProblems(problems)
+		return Problems(CodeValidationFailed, problems)
+	}
+	if err := s.requireEnvironment(ctx, ta.EnvironmentID); err != nil {
+		return err
+	}
+	return s.db.Write(ctx, func(tx *configdb.Tx) error {
+		return tx.RecordTokenActivity(ctx, ta.EnvironmentID, ta.ApplicationKey, ta.IssuedAt)
+	})
+}
