@@ -3,14 +3,11 @@ package plans
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/keenauth/configplans/configdb"
-	"github.com/keenauth/configplans/revisions"
 )
 
 // ApplyOptions are the collaborators and modes of one apply.
@@ -96,7 +93,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 	}
 	if opt.ValidateOnly {
 		err := s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-			if _, err := s.applyTx(ctx, tx, a, p, req, opt, ""); err != nil {
+			if _, err := s.applyTx(ctx, tx, a, p, opt, ""); err != nil {
 				return err
 			}
 			return errRollback
@@ -132,7 +129,7 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 	var out *applied
 	err = s.db.InTx(applyCtx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 		var err error
-		out, err = s.applyTx(applyCtx, tx, a, p, req, opt, token)
+		out, err = s.applyTx(applyCtx, tx, a, p, opt, token)
 		return err
 	})
 	if err != nil {
@@ -219,30 +216,13 @@ func (s *Service) markExpired(ctx context.Context, a Actor, p *Plan) {
 	}
 }
 
-// checkConfirmations answers row 11 from the state at apply time.
+// checkConfirmations answers row 11 from the token activity at apply time.
 func (s *Service) checkConfirmations(ctx context.Context, a Actor, p *Plan, confirmed map[string]bool) error {
-	var apps []string
-	for _, c := range p.Changes {
-		if c.Action == ActionDelete && c.Kind == KindApplication {
-			apps = append(apps, c.Key)
-		}
-	}
-	recent, err := s.db.RecentTokens(ctx, a.EnvironmentID, apps, s.now().Add(-tokenWindow))
+	recent, err := s.db.RecentTokens(ctx, a.EnvironmentID, deletedApplications(p.Changes), s.now().Add(-tokenWindow))
 	if err != nil {
 		return err
 	}
-	var missing []string
-	for _, c := range p.Changes {
-		ref := resourceRef(c.Kind, c.Key)
-		if c.Action == ActionDelete && (c.Kind == KindConnection || (c.Kind == KindApplication && recent[c.Key])) && !confirmed[ref] {
-			missing = append(missing, ref)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return &Error{Code: CodeDeletionNotConfirmed, Detail: fmt.Sprintf("%d protected deletion(s) must be confirmed in confirm_deletions", len(missing)),
-		Extra: map[string]any{"unconfirmed_deletions": missing}}
+	return checkDeletionsConfirmed(p.Changes, recent, confirmed)
 }
 
 // reject records a rejection of a plan that was not claimed.
@@ -331,380 +311,6 @@ func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e
 		return nil
 	}
 	return e
-}
-
-// applied is what the apply transaction wrote.
-type applied struct {
-	material   bool
-	connIDs    map[string]string // connection key → id, for the material writes
-	revisionID *string
-	// plan is the plan as the transaction left it, when it is applied (no
-	// OIDC material to write): the answer, without reading it back.
-	plan *Plan
-}
-
-// applyTx re-reads the target inside the transaction, runs checks 13 to 18
-// and, unless validating only (token ""), writes every change, the revision,
-// the management log and the plan's state.
-func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions, token string) (*applied, error) {
-	// Lock the environment first: the applies of one environment never
-	// interleave (see LockEnvironment).
-	if _, err := tx.LockEnvironment(ctx, a.EnvironmentID); err != nil {
-		return nil, err
-	}
-	n := newNeed()
-	for _, c := range p.Changes {
-		if c.Action == ActionNoOp {
-			// A no-op names its resource only for the version check.
-			n.key(c.Kind, c.Key)
-			continue
-		}
-		n.resource(c.Kind, c.Key, c.Spec)
-	}
-	cur, err := n.load(ctx, tx.Reader, a.EnvironmentID, false)
-	if err != nil {
-		return nil, err
-	}
-	gens, err := loadGenerations(ctx, tx.Reader, a.EnvironmentID, append(slices.Clone(p.Types), p.ReferencingTypes...))
-	if err != nil {
-		return nil, err
-	}
-	post := &postState{cur: cur, specs: map[string]json.RawMessage{}}
-	for _, c := range p.Changes {
-		if c.Action != ActionNoOp {
-			post.specs[resourceRef(c.Kind, c.Key)] = c.Spec
-		}
-	}
-
-	// Row 13: the target changed after planning.
-	var conflicts []FieldError
-	for i, c := range p.Changes {
-		v := 0
-		if r := cur.get(c.Kind, c.Key); r != nil {
-			v = r.Version
-		}
-		if v != p.versions[resourceRef(c.Kind, c.Key)] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeVersionChanged,
-				Detail: fmt.Sprintf("%s is at version %d, the plan was made at version %d", resourceRef(c.Kind, c.Key), v, p.versions[resourceRef(c.Kind, c.Key)])})
-		}
-	}
-	for i, k := range p.Types {
-		if gens[k] != p.fingerprints[k] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/types/%d", i), Code: CodeTypeChanged,
-				Detail: fmt.Sprintf("the %s resources changed after planning", k)})
-		}
-	}
-	for i, k := range p.ReferencingTypes {
-		if gens[k] != p.fingerprints[k] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/referencing_types/%d", i), Code: CodeTypeChanged,
-				Detail: fmt.Sprintf("the %s resources, which reference a planned type, changed after planning", k)})
-		}
-	}
-	for i, c := range p.Changes {
-		switch {
-		case c.Action == ActionCreate || c.Action == ActionUpdate:
-			for _, ref := range References(c.Kind, c.Key, c.Spec) {
-				if _, detail, ok := post.resolve(ref); !ok {
-					conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken, Detail: detail})
-				}
-			}
-		case c.Action == ActionDelete && c.Kind != KindConnection:
-			if refs := post.referrers(c.Kind, c.Key); len(refs) > 0 {
-				conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken,
-					Detail: fmt.Sprintf("%s is now referenced by %s", resourceRef(c.Kind, c.Key), refs[0])})
-			}
-		}
-	}
-	if len(conflicts) > 0 {
-		return nil, &Error{Code: CodeConfigConflict, Detail: "the configuration changed after the plan was made; create a new plan", Errors: conflicts}
-	}
-
-	// Row 14: a unique value another resource holds. The holders of the
-	// unique values of a kind are indexed once, in key order: scanning the
-	// kind for every change made an apply quadratic in its size.
-	var dups []FieldError
-	holders := map[Kind]map[uniqueKey][]string{}
-	for i, c := range p.Changes {
-		if c.Action != ActionCreate && c.Action != ActionUpdate {
-			continue
-		}
-		for _, u := range UniqueValues(c.Kind, c.Spec) {
-			if holders[c.Kind] == nil {
-				holders[c.Kind] = post.uniqueHolders(c.Kind)
-			}
-			for _, other := range holders[c.Kind][u.compared()] {
-				if other != c.Key {
-					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: CodeDuplicate,
-						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
-				}
-			}
-		}
-	}
-	if len(dups) > 0 {
-		return nil, &Error{Code: CodeConflict, Detail: "another resource already uses a unique value of this plan", Errors: dups}
-	}
-
-	// Row 15: a connection to delete is still referenced.
-	var inUse []FieldError
-	for i, c := range p.Changes {
-		if c.Action == ActionDelete && c.Kind == KindConnection {
-			for _, ref := range post.referrers(c.Kind, c.Key) {
-				inUse = append(inUse, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeInUse,
-					Detail: fmt.Sprintf("connection %s is still used by %s", quoteShort(c.Key), ref)})
-			}
-		}
-	}
-	if len(inUse) > 0 {
-		return nil, &Error{Code: CodeConnectionInUse, Detail: "a connection to delete is still referenced", Errors: inUse}
-	}
-
-	// Row 16: active enterprise connections need a successful test of the
-	// material they will have.
-	if untested, err := s.untestedConnections(ctx, tx.Reader, a.EnvironmentID, p, cur); err != nil {
-		return nil, err
-	} else if len(untested) > 0 {
-		return nil, &Error{Code: CodeConnectionTestRequired, Detail: "an enterprise connection can be active only after a successful connection test of its material", Errors: untested}
-	}
-
-	// Row 17: the environment's policies, as they are now.
-	policies, err := loadPolicies(ctx, tx.Reader, a.EnvironmentID)
-	if err != nil {
-		return nil, err
-	}
-	var violations []FieldError
-	for i, c := range p.Changes {
-		if c.Action == ActionCreate || c.Action == ActionUpdate {
-			violations = append(violations, CheckPolicies(policies, c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
-		}
-	}
-	if len(violations) > 0 {
-		return nil, Problems(CodePolicyConflict, violations)
-	}
-
-	// Row 18: the revision kept for the changes.
-	now := tx.Now
-	var revRes []revisions.Resource
-	counts := revisions.Counts{}
-	for _, c := range p.Changes {
-		r := cur.get(c.Kind, c.Key)
-		rr := revisions.Resource{Kind: string(c.Kind), Key: c.Key, Action: c.Action}
-		if r != nil {
-			v := r.Version
-			rr.VersionBefore, rr.SpecBefore, rr.ResourceIDBefore = &v, json.RawMessage(r.Spec), r.ResourceID
-		}
-		switch c.Action {
-		case ActionCreate:
-			counts.Created++
-		case ActionUpdate:
-			counts.Updated++
-		case ActionDelete:
-			counts.Deleted++
-		default:
-			counts.Unchanged++
-			continue
-		}
-		revRes = append(revRes, rr)
-	}
-	revBytes, err := revisions.Encode(revRes)
-	if err != nil {
-		return nil, err
-	}
-	if len(revBytes) > MaxPlanBytes {
-		return nil, &Error{Code: CodeConfigDocumentTooLarge,
-			Detail: fmt.Sprintf("the revision of these changes would take %d bytes, over the limit of %d; plan fewer types", len(revBytes), MaxPlanBytes)}
-	}
-
-	out := &applied{connIDs: map[string]string{}}
-	for _, c := range p.Changes {
-		if c.WritesMaterial {
-			out.material = true
-		}
-	}
-	// Row 19: OIDC material needs the federation service.
-	if out.material && s.hooks.Federation == nil {
-		return nil, &Error{Code: CodeServiceUnavailable, Detail: "no federation service is configured for OIDC material; nothing was written",
-			Extra: map[string]any{"retry_after": 60}}
-	}
-	if s.hooks.BeforeApplyWrite != nil {
-		if err := s.hooks.BeforeApplyWrite(tx.Gorm()); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.write(ctx, tx, a, p, cur, out); err != nil {
-		return nil, err
-	}
-	if token == "" {
-		return out, nil
-	}
-
-	// The revision and the management log, in the same transaction.
-	if len(revRes) > 0 {
-		id := NewID(PrefixRevision)
-		out.revisionID = &id
-		if err := tx.RecordRevision(revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID,
-			Types: kindStrings(p.Types), Counts: counts, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RevisionMaxAge)}, revBytes); err != nil {
-			return nil, err
-		}
-		n, err := tx.PruneRevisions(a.EnvironmentID, s.cfg.RevisionLimit)
-		if err != nil {
-			return nil, err
-		}
-		if n > 0 && s.hooks.OnRevisionsPruned != nil {
-			s.hooks.OnRevisionsPruned(n)
-		}
-	}
-	logs := []configdb.LogRow{{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: "config.applied", CreatedAt: now,
-		APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: out.revisionID, Data: mustJSON(counts)}}
-	for _, c := range p.Changes {
-		if c.Action == ActionNoOp {
-			continue
-		}
-		v := 1
-		if r := cur.get(c.Kind, c.Key); r != nil {
-			v = r.Version
-			if c.Action == ActionUpdate {
-				v++
-			}
-		}
-		typ := map[string]string{ActionCreate: "created", ActionUpdate: "updated", ActionDelete: "deleted"}[c.Action]
-		logs = append(logs, configdb.LogRow{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: string(c.Kind) + "." + typ, CreatedAt: now,
-			APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: out.revisionID,
-			Data: mustJSON(map[string]any{"kind": c.Kind, "key": c.Key, "version": v})})
-	}
-	if err := tx.RecordLogs(ctx, logs); err != nil {
-		return nil, err
-	}
-
-	rec := configdb.AppliedPlan{RevisionID: out.revisionID, AppliedBy: a.APIKeyID, Fingerprint: nullable(opt.IdempotencyFingerprint)}
-	// A created connection's change shows its new id from now on (§5).
-	changes := p.Changes
-	if len(out.connIDs) > 0 {
-		changes = slices.Clone(p.Changes)
-		for i, c := range changes {
-			if id, ok := out.connIDs[c.Key]; ok && c.Kind == KindConnection {
-				changes[i].ResourceID = json.RawMessage(mustJSON(id))
-			}
-		}
-		rec.Changes = mustJSON(changeRecords(changes))
-	}
-	if !out.material {
-		rec.Finished = true
-		res := *p
-		appliedAt := Time(now)
-		res.Status, res.AppliedAt, res.RevisionID, res.Changes = StatusApplied, &appliedAt, out.revisionID, changes
-		out.plan = &res
-	}
-	if recorded, err := tx.RecordApply(ctx, p.key(), token, rec); err != nil {
-		return nil, err
-	} else if !recorded {
-		return nil, &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
-			Extra: map[string]any{"plan_status": StatusApplying}}
-	}
-	if !out.material {
-		if err := recordEvent(ctx, tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID, "counts": counts}); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// write writes every change and bumps the generation of each written type
-// and of the environment.
-func (s *Service) write(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, cur state, out *applied) error {
-	var creates []configdb.Resource
-	written := map[Kind]bool{}
-	for _, c := range p.Changes {
-		r := cur.get(c.Kind, c.Key)
-		switch c.Action {
-		case ActionCreate:
-			id := ""
-			if c.Kind == KindConnection {
-				// A restored connection keeps the id the plan names.
-				if json.Unmarshal(c.ResourceID, &id) != nil || !ValidID(PrefixConnection, id) {
-					id = NewID(PrefixConnection)
-				}
-				out.connIDs[c.Key] = id
-			}
-			creates = append(creates, configdb.Resource{EnvironmentID: a.EnvironmentID, Kind: string(c.Kind), Key: c.Key, ResourceID: id,
-				Version: 1, Spec: configdb.JSON(c.Spec), DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
-		case ActionUpdate:
-			if err := tx.UpdateResource(ctx, a.EnvironmentID, string(c.Kind), c.Key, r.Version, configdb.JSON(c.Spec), displayNameKey(c.Kind, c.Spec)); err != nil {
-				return err
-			}
-			if c.Kind == KindConnection {
-				out.connIDs[c.Key] = r.ResourceID
-			}
-		case ActionDelete:
-			if err := tx.DeleteResource(ctx, a.EnvironmentID, string(c.Kind), c.Key, r.Version); err != nil {
-				return err
-			}
-		default:
-			continue
-		}
-		written[c.Kind] = true
-	}
-	if err := tx.CreateResources(ctx, creates); err != nil {
-		return err
-	}
-	kinds := make([]string, 0, len(written))
-	for k := range written {
-		kinds = append(kinds, string(k))
-	}
-	return tx.BumpGenerations(ctx, a.EnvironmentID, kinds)
-}
-
-// untestedConnections lists the changes that create an active enterprise
-// connection or activate one without a successful test of the material it
-// will have.
-func (s *Service) untestedConnections(ctx context.Context, db configdb.Reader, envID string, p *Plan, cur state) ([]FieldError, error) {
-	var out []FieldError
-	for i, c := range p.Changes {
-		if c.Kind != KindConnection || (c.Action != ActionCreate && c.Action != ActionUpdate) {
-			continue
-		}
-		v := viewConnection(c.Spec)
-		if v.Type != "enterprise" || !v.Active {
-			continue
-		}
-		r := cur.get(c.Kind, c.Key)
-		if r != nil {
-			// Row 16 names creations and activations only: an update of a
-			// connection that is already active (even of its material) is
-			// not refused; the material's test becomes stale, which matters
-			// the next time the connection is activated.
-			if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active {
-				continue
-			}
-		}
-		ok := false
-		if r != nil {
-			t, err := db.LoadConnectionTest(ctx, envID, r.ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			ok = t.Status == "succeeded" && t.MaterialHash == materialHash(v.OIDC)
-		}
-		if !ok {
-			out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec", i), Code: CodeTestRequired,
-				Detail: fmt.Sprintf("connection %s has no successful test of this material: apply it inactive, test it, then activate it", quoteShort(c.Key))})
-		}
-	}
-	return out, nil
-}
-
-// uniqueHolders maps every unique value of the resources of kind k in the
-// post-plan state, as UniqueValue.Key compares them, to the keys that hold
-// it, in key order. The key is computed from each spec, not read from
-// display_name_key, so that a row whose stored key is missing compares all
-// the same.
-func (p *postState) uniqueHolders(k Kind) map[uniqueKey][]string {
-	out := map[uniqueKey][]string{}
-	p.each(k, func(key string, spec json.RawMessage) {
-		for _, u := range UniqueValues(k, spec) {
-			out[u.compared()] = append(out[u.compared()], key)
-		}
-	})
-	return out
 }
 
 func kindStrings(ks []Kind) []string {

@@ -62,14 +62,33 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 			Detail: "The configuration document must be a JSON object."}))
 	}
 
-	type item struct {
-		kind    Kind
-		key     string
-		pointer string
-		spec    *jsonObject // nil for a deletion
+	items, planned, problems, more := documentItems(root, base)
+	if bad = append(bad, more...); len(bad) > 0 {
+		return nil, nil, badRequest(bad)
 	}
-	var items []item
-	planned := map[Kind]bool{}
+	if len(root.keys) == 0 {
+		problems = append(problems, FieldError{Pointer: base, Code: CodeEmpty,
+			Detail: "The configuration document has no type to plan."})
+	}
+	doc, specProblems, err := documentOf(items, planned)
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc, append(problems, specProblems...), nil
+}
+
+// docItem is one resource of a document, located by its pointer.
+type docItem struct {
+	kind    Kind
+	key     string
+	pointer string
+	spec    *jsonObject // nil for a deletion
+}
+
+// documentItems reads the resources of a parsed document: the kinds it
+// plans, its 400-class problems (bad: unknown keys, shapes) and the others.
+func documentItems(root *jsonObject, base string) (items []docItem, planned map[Kind]bool, problems, bad []FieldError) {
+	planned = map[Kind]bool{}
 	for _, docKey := range root.keys {
 		ptr := base + "/" + escapeToken(docKey)
 		info, known := LookupDocKey(docKey)
@@ -89,7 +108,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 				planned[info.Kind] = true
 				s, _ := newSpec(info.Kind)
 				bad = append(bad, checkShape(v, specType(s), ptr, nil)...)
-				items = append(items, item{info.Kind, SingletonKey, ptr, v})
+				items = append(items, docItem{info.Kind, SingletonKey, ptr, v})
 			default:
 				bad = append(bad, wrongType(ptr, "an object"))
 			}
@@ -109,25 +128,24 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 			}
 			switch v := byKey.vals[key].(type) {
 			case nil:
-				items = append(items, item{info.Kind, key, kptr, nil})
+				items = append(items, docItem{info.Kind, key, kptr, nil})
 			case *jsonObject:
 				s, _ := newSpec(info.Kind)
 				bad = append(bad, checkShape(v, specType(s), kptr, nil)...)
-				items = append(items, item{info.Kind, key, kptr, v})
+				items = append(items, docItem{info.Kind, key, kptr, v})
 			default:
 				bad = append(bad, wrongType(kptr, "an object or null"))
 			}
 		}
 	}
-	if len(bad) > 0 {
-		return nil, nil, badRequest(bad)
-	}
-	if len(root.keys) == 0 {
-		problems = append(problems, FieldError{Pointer: base, Code: CodeEmpty,
-			Detail: "The configuration document has no type to plan."})
-	}
+	return items, planned, problems, bad
+}
 
-	doc = &Document{Entries: map[Kind][]Entry{}}
+// documentOf builds the document of well-shaped items, with the problems
+// of their specs and the unique values they repeat.
+func documentOf(items []docItem, planned map[Kind]bool) (*Document, []FieldError, error) {
+	var problems []FieldError
+	doc := &Document{Entries: map[Kind][]Entry{}}
 	for _, info := range Kinds {
 		if planned[info.Kind] {
 			doc.Types = append(doc.Types, info.Kind)
@@ -155,8 +173,7 @@ func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems [
 	for k := range doc.Entries {
 		slices.SortFunc(doc.Entries[k], func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
 	}
-	problems = append(problems, duplicateValueProblems(doc, pointers)...)
-	return doc, problems, nil
+	return doc, append(problems, duplicateValueProblems(doc, pointers)...), nil
 }
 
 // duplicateValueProblems reports every resource whose unique value an

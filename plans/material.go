@@ -68,19 +68,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 				unavailable = err
 			}
 		case errors.As(err, &rej):
-			for _, fe := range rej.Errors {
-				ptr := fmt.Sprintf("/changes/%d/spec/oidc", i) + fe.Pointer
-				switch fe.Pointer {
-				case "/redirect_uri":
-					ptr = "/sp_host"
-				case "/client_secret":
-					ptr = Pointer("resolved_secrets", c.SecretRef)
-				}
-				rejected = append(rejected, FieldError{Pointer: ptr, Code: Code(fe.Code), Detail: "the federation service refused the OIDC material"})
-			}
-			if len(rej.Errors) == 0 {
-				rejected = append(rejected, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: CodeRejected, Detail: "the federation service refused the OIDC material"})
-			}
+			rejected = append(rejected, rejectedMaterial(i, c, rej)...)
 		case errors.Is(err, federation.ErrUnauthorized):
 			logTokenRefused(ctx, s, err, "plan_id", p.ID, "connection_id", conID)
 			unavailable = err
@@ -116,6 +104,26 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		s.log.WarnContext(ctx, "recording a federation failure failed; the plan's lease will return it to planned", "plan_id", p.ID, "error", err)
 	}
 	return answer
+}
+
+// rejectedMaterial locates the problems of material the federation service
+// refused for change i where the request or the plan holds the value.
+func rejectedMaterial(i int, c Change, rej *federation.RejectedError) []FieldError {
+	var out []FieldError
+	for _, fe := range rej.Errors {
+		ptr := fmt.Sprintf("/changes/%d/spec/oidc", i) + fe.Pointer
+		switch fe.Pointer {
+		case "/redirect_uri":
+			ptr = "/sp_host"
+		case "/client_secret":
+			ptr = Pointer("resolved_secrets", c.SecretRef)
+		}
+		out = append(out, FieldError{Pointer: ptr, Code: Code(fe.Code), Detail: "the federation service refused the OIDC material"})
+	}
+	if len(rej.Errors) == 0 {
+		out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: CodeRejected, Detail: "the federation service refused the OIDC material"})
+	}
+	return out
 }
 
 // logTokenRefused logs, at ERROR level, that the federation service refused

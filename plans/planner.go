@@ -164,17 +164,43 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admi
 }
 
 // computePlan reads the environment (in tx, a consistent snapshot) and
-// computes the plan of doc.
+// computes the plan of doc in phases: load what the plan needs, lay the
+// document over it, check the result (validation_failed, then
+// policy_conflict), then build the changes in write order.
 func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc *Document, prune bool, problems []FieldError) (*Plan, error) {
-	problems = slices.Clone(problems)
-	planned := slices.Clone(doc.Types)
-	sortKinds(planned)
-	var refTypes []Kind
+	ps, err := loadPlanState(ctx, tx, a.EnvironmentID, doc, prune)
+	if err != nil {
+		return nil, err
+	}
+	ps.entries, ps.inDoc = planEntries(doc, ps.planned, prune, ps.cur)
+	problems = append(slices.Clone(problems), ps.keepMaterial()...)
+	ps.post = &postState{cur: ps.cur, specs: map[string]json.RawMessage{}}
+	for _, e := range ps.entries {
+		ps.post.specs[resourceRef(e.kind, e.key)] = e.spec
+	}
+	if err := runPlanChecks(ps, problems); err != nil {
+		return nil, err
+	}
+	sortEntries(ps.entries)
+	recent, err := tx.RecentTokens(ctx, a.EnvironmentID, ps.deletedApplications(), tx.Now.Add(-tokenWindow))
+	if err != nil {
+		return nil, err
+	}
+	return s.buildPlan(tx.Now, a, ps, recent), nil
+}
+
+// loadPlanState reads what planning doc needs: the resources it names and
+// those they reference, whole kinds for prune and for deletions, the
+// generations of the planned and referencing types, the confirmed OIDC
+// material and the policies.
+func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Document, prune bool) (*planState, error) {
+	ps := &planState{prune: prune, planned: slices.Clone(doc.Types)}
+	sortKinds(ps.planned)
 	if prune {
-		refTypes = referencingTypes(planned)
+		ps.refTypes = referencingTypes(ps.planned)
 	}
 	n := newNeed()
-	for _, k := range planned {
+	for _, k := range ps.planned {
 		if info, _ := LookupKind(k); prune && !info.Singleton {
 			n.kind(k)
 		}
@@ -184,33 +210,34 @@ func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc
 	}
 	if prune {
 		// Whatever prune deletes can be referenced from anywhere.
-		for _, k := range planned {
+		for _, k := range ps.planned {
 			for _, rk := range referencedBy[k] {
 				n.kind(rk)
 			}
 		}
 	}
-	cur, err := n.load(ctx, tx.Reader, a.EnvironmentID, true)
-	if err != nil {
+	var err error
+	if ps.cur, err = n.load(ctx, tx.Reader, envID, true); err != nil {
 		return nil, err
 	}
-	gens, err := loadGenerations(ctx, tx.Reader, a.EnvironmentID, append(slices.Clone(planned), refTypes...))
-	if err != nil {
+	if ps.gens, err = loadGenerations(ctx, tx.Reader, envID, append(slices.Clone(ps.planned), ps.refTypes...)); err != nil {
 		return nil, err
 	}
-	material, err := tx.ConfirmedMaterial(ctx, a.EnvironmentID)
-	if err != nil {
+	if ps.material, err = tx.ConfirmedMaterial(ctx, envID); err != nil {
 		return nil, err
 	}
+	if ps.policies, err = loadPolicies(ctx, tx.Reader, envID); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
 
-	type planned1 struct {
-		kind    Kind
-		key     string
-		spec    json.RawMessage // nil: delete
-		pointer string          // pointer of the entry in the request ("" for pruned)
-	}
-	var entries []planned1
-	inDoc := map[string]bool{}
+// planEntries lists what the plan sets: every entry of the document, in
+// kind order, and with prune the current resources of the planned kinds
+// that the document leaves out (deletions, in key order). inDoc holds the
+// document's resources.
+func planEntries(doc *Document, planned []Kind, prune bool, cur state) (entries []entry, inDoc map[string]bool) {
+	inDoc = map[string]bool{}
 	for _, k := range planned {
 		info, _ := LookupKind(k)
 		for _, e := range doc.Entries[k] {
@@ -218,7 +245,7 @@ func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc
 			if info.Singleton {
 				ptr = Pointer("config", info.DocKey)
 			}
-			entries = append(entries, planned1{k, e.Key, e.Spec, ptr})
+			entries = append(entries, entry{k, e.Key, e.Spec, ptr})
 			inDoc[resourceRef(k, e.Key)] = true
 		}
 		if prune && !info.Singleton {
@@ -230,98 +257,16 @@ func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc
 			}
 			slices.Sort(keys)
 			for _, key := range keys {
-				entries = append(entries, planned1{k, key, nil, ""})
+				entries = append(entries, entry{k, key, nil, ""})
 			}
 		}
 	}
+	return entries, inDoc
+}
 
-	// Enterprise connections with oidc: null keep their current material,
-	// and the plan leaves it alone even when the federation service has not
-	// confirmed it: no secret, no write.
-	keepMaterial := map[string]bool{}
-	for i, e := range entries {
-		if e.kind != KindConnection || e.spec == nil {
-			continue
-		}
-		v := viewConnection(e.spec)
-		if v.Type != "enterprise" || v.OIDC != nil {
-			continue
-		}
-		var curOIDC json.RawMessage
-		if r := cur.get(KindConnection, e.key); r != nil {
-			if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" {
-				curOIDC = cv.OIDC
-			}
-		}
-		if curOIDC == nil {
-			problems = append(problems, FieldError{Pointer: e.pointer + "/oidc", Code: CodeRequired,
-				Detail: "a new enterprise connection needs its OIDC material (an object, not null)"})
-			continue
-		}
-		entries[i].spec = withMember(e.spec, "oidc", curOIDC)
-		keepMaterial[e.key] = true
-	}
-
-	post := &postState{cur: cur, specs: map[string]json.RawMessage{}}
-	for _, e := range entries {
-		post.specs[resourceRef(e.kind, e.key)] = e.spec
-	}
-
-	// References of every resource of the document resolve after the plan.
-	for _, e := range entries {
-		if e.spec == nil {
-			if e.kind == KindConnection || post.specs[resourceRef(e.kind, e.key)] != nil {
-				continue
-			}
-			if cur.get(e.kind, e.key) == nil {
-				continue
-			}
-			if refs := post.referrers(e.kind, e.key); len(refs) > 0 {
-				ptr := e.pointer
-				if ptr == "" {
-					info, _ := LookupKind(e.kind)
-					ptr = Pointer("config", info.DocKey)
-				}
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInUse,
-					Detail: fmt.Sprintf("%s is still referenced by %s", resourceRef(e.kind, e.key), refs[0])})
-			}
-			continue
-		}
-		seen := map[string]bool{}
-		for _, ref := range References(e.kind, e.key, e.spec) {
-			if code, detail, ok := post.resolve(ref); !ok {
-				ptr := e.pointer + referencePointer(ref, code)
-				if !seen[ptr] {
-					seen[ptr] = true
-					problems = append(problems, FieldError{Pointer: ptr, Code: code, Detail: detail})
-				}
-			}
-		}
-	}
-	if len(problems) > 0 {
-		sortProblems(problems)
-		return nil, Problems(CodeValidationFailed, problems)
-	}
-
-	policies, err := loadPolicies(ctx, tx.Reader, a.EnvironmentID)
-	if err != nil {
-		return nil, err
-	}
-	var violations []FieldError
-	for _, e := range entries {
-		if e.spec != nil {
-			if r := cur.get(e.kind, e.key); r == nil || !bytes.Equal(r.Spec, e.spec) {
-				violations = append(violations, CheckPolicies(policies, e.kind, e.spec, e.pointer)...)
-			}
-		}
-	}
-	if len(violations) > 0 {
-		sortProblems(violations)
-		return nil, Problems(CodePolicyConflict, violations)
-	}
-
-	// Changes in write order: deletions first in reverse kind order, then
-	// the others in kind order.
+// sortEntries puts the entries in write order: deletions first in reverse
+// kind order, then the others in kind order.
+func sortEntries(entries []entry) {
 	sort.SliceStable(entries, func(i, j int) bool {
 		di, dj := entries[i].spec == nil, entries[j].spec == nil
 		if di != dj {
@@ -336,120 +281,103 @@ func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc
 		}
 		return entries[i].key < entries[j].key
 	})
+}
 
-	now := tx.Now
+// buildPlan makes the plan of the checked entries, in write order.
+func (s *Service) buildPlan(now time.Time, a Actor, ps *planState, recent map[string]bool) *Plan {
 	p := &Plan{ID: NewID(PrefixPlan), Object: "config_plan", EnvironmentID: a.EnvironmentID, Status: StatusPlanned,
-		Prune: prune, Types: sortedKindNames(planned), ReferencingTypes: sortedKindNames(refTypes),
+		Prune: ps.prune, Types: sortedKindNames(ps.planned), ReferencingTypes: sortedKindNames(ps.refTypes),
 		Warnings: []Warning{}, RequiredSecrets: []string{}, CreatedAt: Time(now), ExpiresAt: Time(now.Add(s.cfg.PlanTTL)),
-		CreatedBy: a.APIKeyID, versions: map[string]int{}, fingerprints: map[Kind]int64{}}
-	for _, k := range append(slices.Clone(planned), refTypes...) {
-		p.fingerprints[k] = gens[k]
+		CreatedBy: a.APIKeyID, versions: map[string]int{}, fingerprints: map[Kind]int64{}, Changes: []Change{}}
+	for _, k := range append(slices.Clone(ps.planned), ps.refTypes...) {
+		p.fingerprints[k] = ps.gens[k]
 	}
-	var appKeys []string
-	for _, e := range entries {
-		if e.kind == KindApplication && e.spec == nil && cur.get(e.kind, e.key) != nil {
-			appKeys = append(appKeys, e.key)
-		}
-	}
-	recent, err := tx.RecentTokens(ctx, a.EnvironmentID, appKeys, now.Add(-tokenWindow))
-	if err != nil {
-		return nil, err
-	}
-
 	// The holders of the unique values of a kind, indexed once (by
 	// post.uniqueHolders) rather than scanned for every entry.
 	holders := map[Kind]map[uniqueKey][]string{}
-	for i, e := range entries {
-		c := Change{Kind: e.kind, Key: e.key, Spec: e.spec}
-		r := cur.get(e.kind, e.key)
-		var before json.RawMessage
-		if r != nil {
-			v := r.Version
-			c.BaseVersion = &v
-			before = json.RawMessage(r.Spec)
-			p.versions[resourceRef(e.kind, e.key)] = r.Version
-		} else {
-			p.versions[resourceRef(e.kind, e.key)] = 0
-		}
-		switch {
-		case e.spec == nil && r == nil:
-			c.Action = ActionNoOp
-		case e.spec == nil:
-			c.Action = ActionDelete
-		case r == nil:
-			c.Action = ActionCreate
-		case bytes.Equal(before, e.spec):
-			c.Action = ActionNoOp
-		default:
-			c.Action = ActionUpdate
-		}
-		if c.Action == ActionNoOp && e.spec == nil {
-			c.Spec = nil
-		}
-		switch c.Action {
-		case ActionNoOp:
-			c.Diff = []DiffOp{}
-		case ActionCreate:
-			// The document's specs are canonical: the added value is the
-			// spec as it is, with no walk.
-			c.Diff = []DiffOp{{Op: "add", Path: "", Value: e.spec}}
-		default:
-			c.Diff = Diff(before, e.spec)
-		}
-		if e.kind == KindConnection {
-			c.ResourceID = json.RawMessage("null")
-			if r != nil && r.ResourceID != "" {
-				c.ResourceID = json.RawMessage(mustJSON(r.ResourceID))
-			}
-			if !keepMaterial[e.key] {
-				s.planSecret(&c, r, material)
-			}
-		}
+	for i, e := range ps.entries {
+		c, version := ps.change(e)
+		p.versions[resourceRef(e.kind, e.key)] = version
 		ptr := fmt.Sprintf("/changes/%d", i)
-		target := resourceRef(e.kind, e.key)
-		if c.Action == ActionDelete && (e.kind == KindConnection || (e.kind == KindApplication && recent[e.key])) {
-			why := "deleting a connection must be confirmed"
-			if e.kind == KindApplication {
-				why = "the application received a token in the last 30 days; deleting it must be confirmed"
-			}
-			p.Warnings = append(p.Warnings, Warning{Code: CodeDeletionRequiresConfirmation, Target: target, Pointer: ptr,
-				Detail: why + " with confirm_deletions: [\"" + target + "\"]"})
+		if w, ok := deletionWarning(c, ptr, recent); ok {
+			p.Warnings = append(p.Warnings, w)
 		}
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
-			for _, u := range UniqueValues(e.kind, e.spec) {
-				if holders[e.kind] == nil {
-					holders[e.kind] = post.uniqueHolders(e.kind)
-				}
-				if holder := uniqueHolder(holders[e.kind], e.kind, e.key, u, inDoc); holder != "" {
-					p.Warnings = append(p.Warnings, Warning{Code: CodeUniqueValueInUse, Target: target, Pointer: ptr + "/spec/" + u.Field,
-						Detail: fmt.Sprintf("%s %s is already used by %s; the apply will be refused while it is", u.Field, quoteShort(u.Value), holder)})
-				}
+			us := UniqueValues(e.kind, e.spec)
+			if holders[e.kind] == nil && len(us) > 0 {
+				holders[e.kind] = ps.post.uniqueHolders(e.kind)
 			}
+			p.Warnings = append(p.Warnings, uniqueWarnings(c, ptr, us, holders[e.kind], ps.inDoc)...)
 		}
 		if c.RequiresSecret {
 			p.RequiredSecrets = append(p.RequiredSecrets, c.SecretRef)
 		}
-		if c.WritesMaterial {
-			p.RequiresSPHost = true
-		}
-		switch c.Action {
-		case ActionCreate:
-			p.Summary.Create++
-		case ActionUpdate:
-			p.Summary.Update++
-		case ActionDelete:
-			p.Summary.Delete++
-		default:
-			p.Summary.NoOp++
-		}
+		p.RequiresSPHost = p.RequiresSPHost || c.WritesMaterial
+		p.Summary.count(c.Action)
 		p.Changes = append(p.Changes, c)
-	}
-	if p.Changes == nil {
-		p.Changes = []Change{}
 	}
 	slices.Sort(p.RequiredSecrets)
 	p.RequiredSecrets = slices.Compact(p.RequiredSecrets)
-	return p, nil
+	return p
+}
+
+// change is the planned change of an entry, with the version it was
+// planned at (0: the resource does not exist).
+func (ps *planState) change(e entry) (Change, int) {
+	c := Change{Kind: e.kind, Key: e.key, Spec: e.spec}
+	r := ps.cur.get(e.kind, e.key)
+	var before json.RawMessage
+	version := 0
+	if r != nil {
+		v := r.Version
+		c.BaseVersion, before, version = &v, json.RawMessage(r.Spec), v
+	}
+	switch {
+	case e.spec == nil && r == nil:
+		c.Action = ActionNoOp
+	case e.spec == nil:
+		c.Action = ActionDelete
+	case r == nil:
+		c.Action = ActionCreate
+	case bytes.Equal(before, e.spec):
+		c.Action = ActionNoOp
+	default:
+		c.Action = ActionUpdate
+	}
+	switch c.Action {
+	case ActionNoOp:
+		c.Diff = []DiffOp{}
+	case ActionCreate:
+		// The document's specs are canonical: the added value is the
+		// spec as it is, with no walk.
+		c.Diff = []DiffOp{{Op: "add", Path: "", Value: e.spec}}
+	default:
+		c.Diff = Diff(before, e.spec)
+	}
+	if e.kind == KindConnection {
+		c.ResourceID = json.RawMessage("null")
+		if r != nil && r.ResourceID != "" {
+			c.ResourceID = json.RawMessage(mustJSON(r.ResourceID))
+		}
+		if !ps.keep[e.key] {
+			planSecret(&c, r, ps.material)
+		}
+	}
+	return c, version
+}
+
+// count adds a change of action to the summary.
+func (s *Summary) count(action string) {
+	switch action {
+	case ActionCreate:
+		s.Create++
+	case ActionUpdate:
+		s.Update++
+	case ActionDelete:
+		s.Delete++
+	default:
+		s.NoOp++
+	}
 }
 
 // planSecret decides whether a connection change needs its client secret:
@@ -457,7 +385,7 @@ func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc
 // changed, or not confirmed by the federation service), or a social
 // connection with its own credentials that is created or whose client_id
 // changes. A no_op whose material is missing becomes an update.
-func (s *Service) planSecret(c *Change, r *configdb.Resource, material map[string]string) {
+func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 	if c.Spec == nil {
 		return
 	}
@@ -489,17 +417,6 @@ func (s *Service) planSecret(c *Change, r *configdb.Resource, material map[strin
 			c.RequiresSecret, c.SecretRef = true, SecretRef(c.Key)
 		}
 	}
-}
-
-// uniqueHolder names a resource outside the document that holds u after
-// the plan, or "": the first in key order of holders, the index of kind k.
-func uniqueHolder(holders map[uniqueKey][]string, k Kind, key string, u UniqueValue, inDoc map[string]bool) string {
-	for _, other := range holders[u.compared()] {
-		if other != key && !inDoc[resourceRef(k, other)] {
-			return resourceRef(k, other)
-		}
-	}
-	return ""
 }
 
 func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan) error {

@@ -193,3 +193,18 @@ func materialHash(oidc json.RawMessage) string {
 func SecretRef(key string) string {
 	return "KEENAUTH_CONNECTION_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_")) + "_CLIENT_SECRET"
 }
+
+// uniqueHolders maps every unique value of the resources of kind k in the
+// post-plan state, as UniqueValue.Key compares them, to the keys that hold
+// it, in key order. The key is computed from each spec, not read from
+// display_name_key, so that a row whose stored key is missing compares all
+// the same.
+func (p *postState) uniqueHolders(k Kind) map[uniqueKey][]string {
+	out := map[uniqueKey][]string{}
+	p.each(k, func(key string, spec json.RawMessage) {
+		for _, u := range UniqueValues(k, spec) {
+			out[u.compared()] = append(out[u.compared()], key)
+		}
+	})
+	return out
+}

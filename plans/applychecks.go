@@ -1,0 +1,247 @@
+package plans
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/keenauth/configplans/configdb"
+)
+
+// applyState is what the checks of an apply see: the plan, and the
+// environment as the apply's transaction reads it.
+type applyState struct {
+	plan *Plan
+	cur  state // the resources the plan's changes need
+	post *postState
+	gens map[Kind]int64 // the generations of the planned and referencing types
+	// tests are the last connection tests, by connection id, of the
+	// connections that a change activates.
+	tests    map[string]configdb.ConnectionTest
+	policies Policies
+}
+
+// applyChecks are rows 13 to 17 of the apply's table (§6), in its order:
+// the first that fails answers. Each reads only the state, so that each is
+// tested on its own.
+var applyChecks = []func(*applyState) error{
+	checkConflicts,         // 13 config_conflict
+	checkUniqueValues,      // 14 conflict
+	checkConnectionsInUse,  // 15 connection_in_use
+	checkConnectionsTested, // 16 connection_test_required
+	checkApplyPolicies,     // 17 policy_conflict
+}
+
+// runApplyChecks answers the first of applyChecks that fails.
+func runApplyChecks(st *applyState) error {
+	for _, check := range applyChecks {
+		if err := check(st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failing answers code with the problems errs, or nil when there are none.
+func failing(code Code, detail string, errs []FieldError) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &Error{Code: code, Detail: detail, Errors: errs}
+}
+
+// checkConflicts is row 13: the target changed after planning. A planned
+// resource is at another version, a planned or referencing type changed,
+// or a reference of the plan is now broken.
+func checkConflicts(st *applyState) error {
+	p := st.plan
+	var conflicts []FieldError
+	for i, c := range p.Changes {
+		ref := resourceRef(c.Kind, c.Key)
+		v := 0
+		if r := st.cur.get(c.Kind, c.Key); r != nil {
+			v = r.Version
+		}
+		if v != p.versions[ref] {
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeVersionChanged,
+				Detail: fmt.Sprintf("%s is at version %d, the plan was made at version %d", ref, v, p.versions[ref])})
+		}
+	}
+	for i, k := range p.Types {
+		if st.gens[k] != p.fingerprints[k] {
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/types/%d", i), Code: CodeTypeChanged,
+				Detail: fmt.Sprintf("the %s resources changed after planning", k)})
+		}
+	}
+	for i, k := range p.ReferencingTypes {
+		if st.gens[k] != p.fingerprints[k] {
+			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/referencing_types/%d", i), Code: CodeTypeChanged,
+				Detail: fmt.Sprintf("the %s resources, which reference a planned type, changed after planning", k)})
+		}
+	}
+	conflicts = append(conflicts, brokenReferences(st)...)
+	return failing(CodeConfigConflict, "the configuration changed after the plan was made; create a new plan", conflicts)
+}
+
+// brokenReferences lists the changes whose references no longer resolve,
+// and the deletions (but of connections: row 15) now referenced.
+func brokenReferences(st *applyState) []FieldError {
+	var out []FieldError
+	for i, c := range st.plan.Changes {
+		switch {
+		case c.Action == ActionCreate || c.Action == ActionUpdate:
+			for _, ref := range References(c.Kind, c.Key, c.Spec) {
+				if _, detail, ok := st.post.resolve(ref); !ok {
+					out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken, Detail: detail})
+				}
+			}
+		case c.Action == ActionDelete && c.Kind != KindConnection:
+			if refs := st.post.referrers(c.Kind, c.Key); len(refs) > 0 {
+				out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken,
+					Detail: fmt.Sprintf("%s is now referenced by %s", resourceRef(c.Kind, c.Key), refs[0])})
+			}
+		}
+	}
+	return out
+}
+
+// checkUniqueValues is row 14: a unique value another resource holds. The
+// holders of the unique values of a kind are indexed once, in key order:
+// scanning the kind for every change made an apply quadratic in its size.
+func checkUniqueValues(st *applyState) error {
+	var dups []FieldError
+	holders := map[Kind]map[uniqueKey][]string{}
+	for i, c := range st.plan.Changes {
+		if c.Action != ActionCreate && c.Action != ActionUpdate {
+			continue
+		}
+		for _, u := range UniqueValues(c.Kind, c.Spec) {
+			if holders[c.Kind] == nil {
+				holders[c.Kind] = st.post.uniqueHolders(c.Kind)
+			}
+			for _, other := range holders[c.Kind][u.compared()] {
+				if other != c.Key {
+					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: CodeDuplicate,
+						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
+				}
+			}
+		}
+	}
+	return failing(CodeConflict, "another resource already uses a unique value of this plan", dups)
+}
+
+// checkConnectionsInUse is row 15: a connection to delete is still
+// referenced.
+func checkConnectionsInUse(st *applyState) error {
+	var inUse []FieldError
+	for i, c := range st.plan.Changes {
+		if c.Action == ActionDelete && c.Kind == KindConnection {
+			for _, ref := range st.post.referrers(c.Kind, c.Key) {
+				inUse = append(inUse, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeInUse,
+					Detail: fmt.Sprintf("connection %s is still used by %s", quoteShort(c.Key), ref)})
+			}
+		}
+	}
+	return failing(CodeConnectionInUse, "a connection to delete is still referenced", inUse)
+}
+
+// activatedConnection returns the stored connection that change i makes an
+// active enterprise connection (nil for a creation), and whether it does.
+// Row 16 names creations and activations only: an update of a connection
+// that is already active (even of its material) is not refused; the
+// material's test becomes stale, which matters the next time the
+// connection is activated.
+func activatedConnection(c Change, cur state) (*configdb.Resource, bool) {
+	if c.Kind != KindConnection || (c.Action != ActionCreate && c.Action != ActionUpdate) {
+		return nil, false
+	}
+	if v := viewConnection(c.Spec); v.Type != "enterprise" || !v.Active {
+		return nil, false
+	}
+	r := cur.get(c.Kind, c.Key)
+	if r != nil {
+		if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active {
+			return nil, false
+		}
+	}
+	return r, true
+}
+
+// checkConnectionsTested is row 16: a change creates an active enterprise
+// connection, or activates one, without a successful test of the material
+// it will have.
+func checkConnectionsTested(st *applyState) error {
+	var untested []FieldError
+	for i, c := range st.plan.Changes {
+		r, activated := activatedConnection(c, st.cur)
+		if !activated {
+			continue
+		}
+		if r != nil {
+			t := st.tests[r.ResourceID]
+			if t.Status == "succeeded" && t.MaterialHash == materialHash(viewConnection(c.Spec).OIDC) {
+				continue
+			}
+		}
+		untested = append(untested, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec", i), Code: CodeTestRequired,
+			Detail: fmt.Sprintf("connection %s has no successful test of this material: apply it inactive, test it, then activate it", quoteShort(c.Key))})
+	}
+	return failing(CodeConnectionTestRequired, "an enterprise connection can be active only after a successful connection test of its material", untested)
+}
+
+// checkApplyPolicies is row 17: a change conflicts with the environment's
+// policies, as they are now.
+func checkApplyPolicies(st *applyState) error {
+	var violations []FieldError
+	for i, c := range st.plan.Changes {
+		if c.Action == ActionCreate || c.Action == ActionUpdate {
+			violations = append(violations, CheckPolicies(st.policies, c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
+		}
+	}
+	if len(violations) > 0 {
+		return Problems(CodePolicyConflict, violations)
+	}
+	return nil
+}
+
+// checkDeletionsConfirmed is row 11: a protected deletion is missing from
+// confirm_deletions (confirmed). recent are the deleted applications that
+// received a token in the last 30 days.
+func checkDeletionsConfirmed(changes []Change, recent, confirmed map[string]bool) error {
+	var missing []string
+	for _, c := range changes {
+		ref := resourceRef(c.Kind, c.Key)
+		if _, protected := protectedDeletion(c.Kind, c.Key, recent); c.Action == ActionDelete && protected && !confirmed[ref] {
+			missing = append(missing, ref)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &Error{Code: CodeDeletionNotConfirmed, Detail: fmt.Sprintf("%d protected deletion(s) must be confirmed in confirm_deletions", len(missing)),
+		Extra: map[string]any{"unconfirmed_deletions": missing}}
+}
+
+// protectedDeletion tells whether deleting kind/key must be confirmed
+// (§6): a connection, or an application that received a token in the last
+// 30 days (recent). why says so, for the plan's warning.
+func protectedDeletion(k Kind, key string, recent map[string]bool) (why string, protected bool) {
+	switch {
+	case k == KindConnection:
+		return "deleting a connection must be confirmed", true
+	case k == KindApplication && recent[key]:
+		return "the application received a token in the last 30 days; deleting it must be confirmed", true
+	}
+	return "", false
+}
+
+// deletedApplications lists the applications that changes delete: the
+// ones whose token activity decides whether their deletion is protected.
+func deletedApplications(changes []Change) []string {
+	var out []string
+	for _, c := range changes {
+		if c.Action == ActionDelete && c.Kind == KindApplication {
+			out = append(out, c.Key)
+		}
+	}
+	return out
+}

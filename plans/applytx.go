@@ -1,0 +1,276 @@
+package plans
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/revisions"
+)
+
+// The apply's transaction runs in phases: load the state the plan needs
+// (loadApplyState), check it against rows 13 to 17 (applyChecks), build
+// the revision (row 18), then write the changes and, unless validating
+// only, record the revision, the management log and the plan's state.
+
+// applied is what the apply transaction wrote.
+type applied struct {
+	material   bool
+	connIDs    map[string]string // connection key → id, for the material writes
+	revisionID *string
+	// plan is the plan as the transaction left it, when it is applied (no
+	// OIDC material to write): the answer, without reading it back.
+	plan *Plan
+}
+
+// applyTx runs the phases of an apply in tx. Validating only (token ""),
+// it stops after the writes, which the caller rolls back.
+func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, opt ApplyOptions, token string) (*applied, error) {
+	st, err := loadApplyState(ctx, tx, a.EnvironmentID, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := runApplyChecks(st); err != nil {
+		return nil, err
+	}
+	rev, err := buildRevision(p, st.cur)
+	if err != nil {
+		return nil, err
+	}
+	out := &applied{connIDs: map[string]string{}, material: slices.ContainsFunc(p.Changes, func(c Change) bool { return c.WritesMaterial })}
+	// Row 19: OIDC material needs the federation service.
+	if out.material && s.hooks.Federation == nil {
+		return nil, &Error{Code: CodeServiceUnavailable, Detail: "no federation service is configured for OIDC material; nothing was written",
+			Extra: map[string]any{"retry_after": 60}}
+	}
+	if s.hooks.BeforeApplyWrite != nil {
+		if err := s.hooks.BeforeApplyWrite(tx.Gorm()); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.write(ctx, tx, a, p, st.cur, out); err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return out, nil
+	}
+	if err := s.recordRevision(ctx, tx, a, p, rev, out); err != nil {
+		return nil, err
+	}
+	if err := tx.RecordLogs(ctx, applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID)); err != nil {
+		return nil, err
+	}
+	return out, s.recordApplied(ctx, tx, a, p, opt, rev.counts, token, out)
+}
+
+// loadApplyState re-reads, in the apply's transaction, what the plan's
+// checks need. It locks the environment first: the applies of one
+// environment never interleave (see LockEnvironment).
+func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan) (*applyState, error) {
+	if _, err := tx.LockEnvironment(ctx, envID); err != nil {
+		return nil, err
+	}
+	n := newNeed()
+	post := &postState{specs: map[string]json.RawMessage{}}
+	for _, c := range p.Changes {
+		if c.Action == ActionNoOp {
+			// A no-op names its resource only for the version check.
+			n.key(c.Kind, c.Key)
+			continue
+		}
+		n.resource(c.Kind, c.Key, c.Spec)
+		post.specs[resourceRef(c.Kind, c.Key)] = c.Spec
+	}
+	cur, err := n.load(ctx, tx.Reader, envID, false)
+	if err != nil {
+		return nil, err
+	}
+	post.cur = cur
+	st := &applyState{plan: p, cur: cur, post: post, tests: map[string]configdb.ConnectionTest{}}
+	if st.gens, err = loadGenerations(ctx, tx.Reader, envID, append(slices.Clone(p.Types), p.ReferencingTypes...)); err != nil {
+		return nil, err
+	}
+	for _, c := range p.Changes {
+		if r, activated := activatedConnection(c, cur); activated && r != nil {
+			if st.tests[r.ResourceID], err = tx.LoadConnectionTest(ctx, envID, r.ResourceID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if st.policies, err = loadPolicies(ctx, tx.Reader, envID); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// revision is what row 18 builds: the resources of the changes as they
+// were, encoded, and the counts of the changes.
+type revision struct {
+	resources []revisions.Resource
+	encoded   []byte
+	counts    revisions.Counts
+}
+
+// buildRevision is row 18: the revision kept for the changes, which must
+// fit in 10 MiB.
+func buildRevision(p *Plan, cur state) (*revision, error) {
+	rev := &revision{}
+	for _, c := range p.Changes {
+		r := cur.get(c.Kind, c.Key)
+		rr := revisions.Resource{Kind: string(c.Kind), Key: c.Key, Action: c.Action}
+		if r != nil {
+			v := r.Version
+			rr.VersionBefore, rr.SpecBefore, rr.ResourceIDBefore = &v, json.RawMessage(r.Spec), r.ResourceID
+		}
+		switch c.Action {
+		case ActionCreate:
+			rev.counts.Created++
+		case ActionUpdate:
+			rev.counts.Updated++
+		case ActionDelete:
+			rev.counts.Deleted++
+		default:
+			rev.counts.Unchanged++
+			continue
+		}
+		rev.resources = append(rev.resources, rr)
+	}
+	var err error
+	if rev.encoded, err = revisions.Encode(rev.resources); err != nil {
+		return nil, err
+	}
+	if len(rev.encoded) > MaxPlanBytes {
+		return nil, &Error{Code: CodeConfigDocumentTooLarge,
+			Detail: fmt.Sprintf("the revision of these changes would take %d bytes, over the limit of %d; plan fewer types", len(rev.encoded), MaxPlanBytes)}
+	}
+	return rev, nil
+}
+
+// write writes every change and bumps the generation of each written type
+// and of the environment.
+func (s *Service) write(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, cur state, out *applied) error {
+	var creates []configdb.Resource
+	written := map[Kind]bool{}
+	for _, c := range p.Changes {
+		r := cur.get(c.Kind, c.Key)
+		switch c.Action {
+		case ActionCreate:
+			id := ""
+			if c.Kind == KindConnection {
+				// A restored connection keeps the id the plan names.
+				if json.Unmarshal(c.ResourceID, &id) != nil || !ValidID(PrefixConnection, id) {
+					id = NewID(PrefixConnection)
+				}
+				out.connIDs[c.Key] = id
+			}
+			creates = append(creates, configdb.Resource{EnvironmentID: a.EnvironmentID, Kind: string(c.Kind), Key: c.Key, ResourceID: id,
+				Version: 1, Spec: configdb.JSON(c.Spec), DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
+		case ActionUpdate:
+			if err := tx.UpdateResource(ctx, a.EnvironmentID, string(c.Kind), c.Key, r.Version, configdb.JSON(c.Spec), displayNameKey(c.Kind, c.Spec)); err != nil {
+				return err
+			}
+			if c.Kind == KindConnection {
+				out.connIDs[c.Key] = r.ResourceID
+			}
+		case ActionDelete:
+			if err := tx.DeleteResource(ctx, a.EnvironmentID, string(c.Kind), c.Key, r.Version); err != nil {
+				return err
+			}
+		default:
+			continue
+		}
+		written[c.Kind] = true
+	}
+	if err := tx.CreateResources(ctx, creates); err != nil {
+		return err
+	}
+	kinds := make([]string, 0, len(written))
+	for k := range written {
+		kinds = append(kinds, string(k))
+	}
+	return tx.BumpGenerations(ctx, a.EnvironmentID, kinds)
+}
+
+// recordRevision keeps the revision of the changes (when something
+// changed) and prunes the environment's old ones.
+func (s *Service) recordRevision(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, rev *revision, out *applied) error {
+	if len(rev.resources) == 0 {
+		return nil
+	}
+	id := NewID(PrefixRevision)
+	out.revisionID = &id
+	if err := tx.RecordRevision(revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID,
+		Types: kindStrings(p.Types), Counts: rev.counts, CreatedAt: tx.Now, ExpiresAt: tx.Now.Add(s.cfg.RevisionMaxAge)}, rev.encoded); err != nil {
+		return err
+	}
+	n, err := tx.PruneRevisions(a.EnvironmentID, s.cfg.RevisionLimit)
+	if err != nil {
+		return err
+	}
+	if n > 0 && s.hooks.OnRevisionsPruned != nil {
+		s.hooks.OnRevisionsPruned(n)
+	}
+	return nil
+}
+
+// applyLogs are the management log's entries of an apply: config.applied
+// with the counts, and one per changed resource.
+func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Counts, revisionID *string) []configdb.LogRow {
+	logs := []configdb.LogRow{{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: "config.applied", CreatedAt: tx.Now,
+		APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID, Data: mustJSON(counts)}}
+	for _, c := range p.Changes {
+		if c.Action == ActionNoOp {
+			continue
+		}
+		v := 1
+		if r := cur.get(c.Kind, c.Key); r != nil {
+			v = r.Version
+			if c.Action == ActionUpdate {
+				v++
+			}
+		}
+		typ := map[string]string{ActionCreate: "created", ActionUpdate: "updated", ActionDelete: "deleted"}[c.Action]
+		logs = append(logs, configdb.LogRow{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: string(c.Kind) + "." + typ, CreatedAt: tx.Now,
+			APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID,
+			Data: mustJSON(map[string]any{"kind": c.Kind, "key": c.Key, "version": v})})
+	}
+	return logs
+}
+
+// recordApplied records the apply on the plan: applied when it has no
+// OIDC material to write (out.plan is then the answer), still applying
+// under token otherwise, until the federation service confirmed it.
+func (s *Service) recordApplied(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, opt ApplyOptions, counts revisions.Counts,
+	token string, out *applied) error {
+	rec := configdb.AppliedPlan{RevisionID: out.revisionID, AppliedBy: a.APIKeyID, Fingerprint: nullable(opt.IdempotencyFingerprint)}
+	// A created connection's change shows its new id from now on (§5).
+	changes := p.Changes
+	if len(out.connIDs) > 0 {
+		changes = slices.Clone(p.Changes)
+		for i, c := range changes {
+			if id, ok := out.connIDs[c.Key]; ok && c.Kind == KindConnection {
+				changes[i].ResourceID = json.RawMessage(mustJSON(id))
+			}
+		}
+		rec.Changes = mustJSON(changeRecords(changes))
+	}
+	if !out.material {
+		rec.Finished = true
+		res := *p
+		appliedAt := Time(tx.Now)
+		res.Status, res.AppliedAt, res.RevisionID, res.Changes = StatusApplied, &appliedAt, out.revisionID, changes
+		out.plan = &res
+	}
+	if recorded, err := tx.RecordApply(ctx, p.key(), token, rec); err != nil {
+		return err
+	} else if !recorded {
+		return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
+			Extra: map[string]any{"plan_status": StatusApplying}}
+	}
+	if out.material {
+		return nil
+	}
+	return recordEvent(ctx, tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID, "counts": counts})
+}

@@ -1,0 +1,169 @@
+package plans
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// entry is one resource the plan sets: a spec of the document, or a
+// deletion (spec nil).
+type entry struct {
+	kind    Kind
+	key     string
+	spec    json.RawMessage // nil: delete
+	pointer string          // pointer of the entry in the request ("" for pruned)
+}
+
+// planState is what the planner's checks and its build see: the
+// environment as the plan's transaction reads it, the entries of the
+// document laid over it (post).
+type planState struct {
+	prune             bool
+	planned, refTypes []Kind
+	cur               state
+	gens              map[Kind]int64
+	material          map[string]string // connection id → confirmed material hash
+	policies          Policies
+	entries           []entry
+	inDoc             map[string]bool // the document's resources, kind/key
+	keep              map[string]bool // connections whose current material the plan keeps
+	post              *postState
+}
+
+// runPlanChecks answers the planner's checks in the order of §5: every
+// problem of the document and its references at once (validation_failed),
+// then the environment's policies (policy_conflict).
+func runPlanChecks(ps *planState, problems []FieldError) error {
+	problems = append(problems, referenceProblems(ps.entries, ps.post)...)
+	if len(problems) > 0 {
+		sortProblems(problems)
+		return Problems(CodeValidationFailed, problems)
+	}
+	if violations := planPolicyViolations(ps.entries, ps.cur, ps.policies); len(violations) > 0 {
+		sortProblems(violations)
+		return Problems(CodePolicyConflict, violations)
+	}
+	return nil
+}
+
+// keepMaterial makes an enterprise connection with oidc: null keep its
+// current material, which the plan then leaves alone even when the
+// federation service has not confirmed it: no secret, no write. A new
+// enterprise connection needs its material: a problem.
+func (ps *planState) keepMaterial() []FieldError {
+	var problems []FieldError
+	ps.keep = map[string]bool{}
+	for i, e := range ps.entries {
+		if e.kind != KindConnection || e.spec == nil {
+			continue
+		}
+		if v := viewConnection(e.spec); v.Type != "enterprise" || v.OIDC != nil {
+			continue
+		}
+		var curOIDC json.RawMessage
+		if r := ps.cur.get(KindConnection, e.key); r != nil {
+			if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" {
+				curOIDC = cv.OIDC
+			}
+		}
+		if curOIDC == nil {
+			problems = append(problems, FieldError{Pointer: e.pointer + "/oidc", Code: CodeRequired,
+				Detail: "a new enterprise connection needs its OIDC material (an object, not null)"})
+			continue
+		}
+		ps.entries[i].spec = withMember(e.spec, "oidc", curOIDC)
+		ps.keep[e.key] = true
+	}
+	return problems
+}
+
+// referenceProblems checks that the references of every resource of the
+// document resolve after the plan, and that no deletion (but of a
+// connection: the apply's row 15) leaves a reference behind.
+func referenceProblems(entries []entry, post *postState) []FieldError {
+	var problems []FieldError
+	for _, e := range entries {
+		if e.spec == nil {
+			if e.kind == KindConnection || post.specs[resourceRef(e.kind, e.key)] != nil || post.cur.get(e.kind, e.key) == nil {
+				continue
+			}
+			if refs := post.referrers(e.kind, e.key); len(refs) > 0 {
+				ptr := e.pointer
+				if ptr == "" {
+					info, _ := LookupKind(e.kind)
+					ptr = Pointer("config", info.DocKey)
+				}
+				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInUse,
+					Detail: fmt.Sprintf("%s is still referenced by %s", resourceRef(e.kind, e.key), refs[0])})
+			}
+			continue
+		}
+		seen := map[string]bool{}
+		for _, ref := range References(e.kind, e.key, e.spec) {
+			if code, detail, ok := post.resolve(ref); !ok {
+				ptr := e.pointer + referencePointer(ref, code)
+				if !seen[ptr] {
+					seen[ptr] = true
+					problems = append(problems, FieldError{Pointer: ptr, Code: code, Detail: detail})
+				}
+			}
+		}
+	}
+	return problems
+}
+
+// planPolicyViolations checks every spec the plan changes against the
+// environment's policies.
+func planPolicyViolations(entries []entry, cur state, policies Policies) []FieldError {
+	var violations []FieldError
+	for _, e := range entries {
+		if e.spec != nil {
+			if r := cur.get(e.kind, e.key); r == nil || !bytes.Equal(r.Spec, e.spec) {
+				violations = append(violations, CheckPolicies(policies, e.kind, e.spec, e.pointer)...)
+			}
+		}
+	}
+	return violations
+}
+
+// deletedApplications lists the existing applications the plan deletes:
+// their token activity decides whether the deletion is protected.
+func (ps *planState) deletedApplications() []string {
+	var keys []string
+	for _, e := range ps.entries {
+		if e.kind == KindApplication && e.spec == nil && ps.cur.get(e.kind, e.key) != nil {
+			keys = append(keys, e.key)
+		}
+	}
+	return keys
+}
+
+// deletionWarning warns that a deletion must be confirmed at apply time
+// (the rule of row 11, protectedDeletion).
+func deletionWarning(c Change, ptr string, recent map[string]bool) (Warning, bool) {
+	why, protected := protectedDeletion(c.Kind, c.Key, recent)
+	if c.Action != ActionDelete || !protected {
+		return Warning{}, false
+	}
+	target := resourceRef(c.Kind, c.Key)
+	return Warning{Code: CodeDeletionRequiresConfirmation, Target: target, Pointer: ptr,
+		Detail: why + " with confirm_deletions: [\"" + target + "\"]"}, true
+}
+
+// uniqueWarnings warns of the unique values us of a change that a
+// resource outside the document holds after the plan: the apply refuses
+// them while it does (row 14). holders is the index of the change's kind.
+func uniqueWarnings(c Change, ptr string, us []UniqueValue, holders map[uniqueKey][]string, inDoc map[string]bool) []Warning {
+	var out []Warning
+	for _, u := range us {
+		for _, other := range holders[u.compared()] {
+			if other != c.Key && !inDoc[resourceRef(c.Kind, other)] {
+				out = append(out, Warning{Code: CodeUniqueValueInUse, Target: resourceRef(c.Kind, c.Key), Pointer: ptr + "/spec/" + u.Field,
+					Detail: fmt.Sprintf("%s %s is already used by %s; the apply will be refused while it is", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
+				break
+			}
+		}
+	}
+	return out
+}
