@@ -10,13 +10,10 @@ import (
 	"github.com/keenauth/configplans/configdb"
 )
 
-// ApplyOptions are the collaborators and modes of one apply.
+// ApplyOptions are the modes of one apply.
 type ApplyOptions struct {
 	// ValidateOnly runs every check inside the transaction and rolls back.
 	ValidateOnly bool
-	// Admit runs the rate and capacity checks (rows 6 and 7) once the plan
-	// and the permissions are known; it returns the release of what it took.
-	Admit func(ctx context.Context) (release func(), err error)
 	// IdempotencyFingerprint is the fingerprint of the Idempotency-Key
 	// request, kept by the plan that it applies (§9: PostgreSQL is the
 	// source of truth for a replay).
@@ -48,52 +45,82 @@ func ApplyPermissions(p *Plan) []string {
 // errRollback ends a validate-only transaction after every check passed.
 var errRollback = errors.New("validate only: roll back")
 
-// Apply applies a stored plan to the actor's environment (§6), answering
-// the first error of the contract's table that applies.
-func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyRequest, opt ApplyOptions) (result ApplyResult, err error) {
-	defer s.observeApply(time.Now(), opt.ValidateOnly, &result, &err)
-	p, err := s.loadPlan(ctx, a.EnvironmentID, planID)
-	if err != nil {
-		return ApplyResult{}, err
-	}
-	// Row 3 from PostgreSQL, before the permissions and the rate limits: a
-	// replay consumes no rate limit.
-	if replay, err := retryOfKey(p, opt.IdempotencyFingerprint); replay || err != nil {
-		return ApplyResult{Plan: p, Replayed: replay}, err
-	}
-	if err := a.Require(ApplyPermissions(p)...); err != nil {
-		return ApplyResult{}, err
-	}
-	if opt.Admit != nil {
-		release, err := opt.Admit(ctx)
-		if err != nil {
-			return ApplyResult{}, err
+// PendingApply is an apply whose plan is loaded and whose permissions hold
+// (rows 3 to 5 of §6 answered): what the service needs to admit it (rows 6
+// and 7, its rate and capacity limits) before it runs.
+type PendingApply struct {
+	s     *Service
+	a     Actor
+	plan  *Plan
+	opt   ApplyOptions
+	start time.Time
+}
+
+// PrepareApply loads the plan and answers rows 3 to 5: a retry of the
+// Idempotency-Key request that applied the plan is answered from the plan
+// itself (replay, and no pending apply: a replay consumes no rate limit),
+// then the permissions.
+func (s *Service) PrepareApply(ctx context.Context, a Actor, planID string, opt ApplyOptions) (_ *PendingApply, replay *ApplyResult, err error) {
+	pa := &PendingApply{s: s, a: a, opt: opt, start: time.Now()}
+	var result ApplyResult
+	defer func() {
+		if err != nil || replay != nil {
+			pa.observe(result, err)
 		}
-		defer release()
+	}()
+	if pa.plan, err = s.loadPlan(ctx, a.EnvironmentID, planID); err != nil {
+		return nil, nil, err
 	}
-	if err := s.checkApplicable(ctx, a, p, opt.ValidateOnly); err != nil {
+	if replayed, err := retryOfKey(pa.plan, opt.IdempotencyFingerprint); err != nil {
+		return nil, nil, err
+	} else if replayed {
+		result = ApplyResult{Plan: pa.plan, Replayed: true}
+		return nil, &result, nil
+	}
+	if err := a.Require(ApplyPermissions(pa.plan)...); err != nil {
+		return nil, nil, err
+	}
+	return pa, nil, nil
+}
+
+// Refused ends an apply that its admission refused with err (returned).
+func (pa *PendingApply) Refused(err error) error {
+	pa.observe(ApplyResult{}, err)
+	return err
+}
+
+func (pa *PendingApply) observe(res ApplyResult, err error) {
+	pa.s.observeApply(pa.start, pa.opt.ValidateOnly, &res, &err)
+}
+
+// Apply applies a stored plan to the actor's environment (§6) without
+// admission limits: PrepareApply, then Run.
+func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
+	pa, replay, err := s.PrepareApply(ctx, a, planID, opt)
+	if err != nil || replay != nil {
+		return deref(replay), err
+	}
+	return pa.Run(ctx, req)
+}
+
+// Run runs an admitted apply with its body, answering the first error of
+// the contract's table from row 8 on.
+func (pa *PendingApply) Run(ctx context.Context, req *ApplyRequest) (result ApplyResult, err error) {
+	defer func() { pa.observe(result, err) }()
+	s, a, p := pa.s, pa.a, pa.plan
+	if err := s.checkApplicable(ctx, a, p, pa.opt.ValidateOnly); err != nil {
 		return ApplyResult{}, err
 	}
-	confirmed, problems := req.validate(p)
-	if len(problems) > 0 {
-		return ApplyResult{}, s.reject(ctx, a, p, opt, Problems(CodeValidationFailed, problems))
-	}
-	if err := s.checkConfirmations(ctx, a, p, confirmed); err != nil {
+	if err := s.checkRequest(ctx, a, p, req); err != nil {
 		var de *Error
-		if errors.As(err, &de) {
-			return ApplyResult{}, s.reject(ctx, a, p, opt, de)
+		if errors.As(err, &de) && !pa.opt.ValidateOnly {
+			s.recordRejection(ctx, a, p, de)
 		}
 		return ApplyResult{}, err
 	}
-	for _, c := range p.Changes {
-		if c.RequiresSecret && !c.WritesMaterial {
-			return ApplyResult{}, s.reject(ctx, a, p, opt, &Error{Code: CodeNotImplemented,
-				Detail: fmt.Sprintf("%s needs a social connection's client secret, which cannot be written yet; nothing was written", resourceRef(c.Kind, c.Key))})
-		}
-	}
-	if opt.ValidateOnly {
+	if pa.opt.ValidateOnly {
 		err := s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-			if _, err := s.applyTx(ctx, tx, a, p, opt, ""); err != nil {
+			if _, err := s.applyTx(ctx, tx, a, p, pa.opt, ""); err != nil {
 				return err
 			}
 			return errRollback
@@ -103,7 +130,33 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 		}
 		return ApplyResult{Plan: p}, nil
 	}
+	return s.claimAndApply(ctx, a, p, req, pa.opt)
+}
 
+// checkRequest answers rows 10 to 12, before anything is claimed: the body
+// against the plan, the protected deletions, the secrets that cannot be
+// written yet.
+func (s *Service) checkRequest(ctx context.Context, a Actor, p *Plan, req *ApplyRequest) error {
+	confirmed, problems := req.Check(p)
+	if len(problems) > 0 {
+		return Problems(CodeValidationFailed, problems)
+	}
+	if err := s.checkConfirmations(ctx, a, p, confirmed); err != nil {
+		return err
+	}
+	for _, c := range p.Changes {
+		if c.RequiresSecret && !c.WritesMaterial {
+			return &Error{Code: CodeNotImplemented,
+				Detail: fmt.Sprintf("%s needs a social connection's client secret, which cannot be written yet; nothing was written", resourceRef(c.Kind, c.Key))}
+		}
+	}
+	return nil
+}
+
+// claimAndApply claims the plan, runs the apply's transaction and, for a
+// plan with OIDC material, the federation writes; a claim that does not
+// apply is released.
+func (s *Service) claimAndApply(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
 	token := randomBase32(26)
 	if err := s.claim(ctx, a, p, token, opt.IdempotencyFingerprint); err != nil {
 		var done *appliedByKey
@@ -127,23 +180,13 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
 	defer cancel()
 	var out *applied
-	err = s.db.InTx(applyCtx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
+	err := s.db.InTx(applyCtx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 		var err error
 		out, err = s.applyTx(applyCtx, tx, a, p, opt, token)
 		return err
 	})
 	if err != nil {
-		var de *Error
-		if errors.As(err, &de) {
-			return ApplyResult{}, s.release(ctx, a, p, token, de)
-		}
-		s.log.ErrorContext(ctx, "apply failed", "plan_id", p.ID, "error", err)
-		_ = s.release(ctx, a, p, token, nil)
-		if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-			return ApplyResult{}, &Error{Code: CodeServiceUnavailable, Detail: "the directory is temporarily unavailable; nothing was written",
-				Extra: map[string]any{"retry_after": 1}}
-		}
-		return ApplyResult{}, err
+		return ApplyResult{}, s.failedApply(ctx, a, p, token, err)
 	}
 	if out.material {
 		if err := s.writeMaterial(ctx, a, p, req, token, out); err != nil {
@@ -159,6 +202,23 @@ func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyR
 		return ApplyResult{}, err
 	}
 	return ApplyResult{Plan: res}, nil
+}
+
+// failedApply releases the claim of an apply whose transaction failed with
+// err, and answers it: a domain error as it is, the database's trouble as
+// service_unavailable.
+func (s *Service) failedApply(ctx context.Context, a Actor, p *Plan, token string, err error) error {
+	var de *Error
+	if errors.As(err, &de) {
+		return s.release(ctx, a, p, token, de)
+	}
+	s.log.ErrorContext(ctx, "apply failed", "plan_id", p.ID, "error", err)
+	_ = s.release(ctx, a, p, token, nil)
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: CodeServiceUnavailable, Detail: "the directory is temporarily unavailable; nothing was written",
+			Extra: map[string]any{"retry_after": 1}}
+	}
+	return err
 }
 
 // retryOfKey answers, from the plan itself, a retry of the Idempotency-Key
@@ -225,18 +285,14 @@ func (s *Service) checkConfirmations(ctx context.Context, a Actor, p *Plan, conf
 	return checkDeletionsConfirmed(p.Changes, recent, confirmed)
 }
 
-// reject records a rejection of a plan that was not claimed.
-func (s *Service) reject(ctx context.Context, a Actor, p *Plan, opt ApplyOptions, e *Error) error {
-	if opt.ValidateOnly {
-		return e
-	}
+// recordRejection records a rejection of a plan that was not claimed.
+func (s *Service) recordRejection(ctx context.Context, a Actor, p *Plan, e *Error) {
 	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
 		return recordEvent(ctx, tx, a, p.ID, "apply_rejected", map[string]any{"code": e.Code})
 	})
 	if err != nil {
 		s.log.WarnContext(ctx, "recording a rejection failed", "plan_id", p.ID, "error", err)
 	}
-	return e
 }
 
 // claim moves the plan planned → applying with a conditional update, so

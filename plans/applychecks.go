@@ -121,7 +121,7 @@ func checkUniqueValues(st *applyState) error {
 			for _, other := range holders[c.Kind][u.compared()] {
 				if other != c.Key {
 					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: CodeDuplicate,
-						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
+						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, QuoteShort(u.Value), resourceRef(c.Kind, other))})
 				}
 			}
 		}
@@ -137,7 +137,7 @@ func checkConnectionsInUse(st *applyState) error {
 		if c.Action == ActionDelete && c.Kind == KindConnection {
 			for _, ref := range st.post.referrers(c.Kind, c.Key) {
 				inUse = append(inUse, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeInUse,
-					Detail: fmt.Sprintf("connection %s is still used by %s", quoteShort(c.Key), ref)})
+					Detail: fmt.Sprintf("connection %s is still used by %s", QuoteShort(c.Key), ref)})
 			}
 		}
 	}
@@ -183,7 +183,7 @@ func checkConnectionsTested(st *applyState) error {
 			}
 		}
 		untested = append(untested, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec", i), Code: CodeTestRequired,
-			Detail: fmt.Sprintf("connection %s has no successful test of this material: apply it inactive, test it, then activate it", quoteShort(c.Key))})
+			Detail: fmt.Sprintf("connection %s has no successful test of this material: apply it inactive, test it, then activate it", QuoteShort(c.Key))})
 	}
 	return failing(CodeConnectionTestRequired, "an enterprise connection can be active only after a successful connection test of its material", untested)
 }

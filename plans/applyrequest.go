@@ -1,7 +1,6 @@
 package plans
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -16,8 +15,9 @@ import (
 type ApplyRequest struct {
 	// ResolvedSecrets keeps the raw JSON values so that a value that is not a
 	// string is reported, never echoed.
-	ResolvedSecrets  map[string]json.RawMessage
-	secretNames      []string // in body order
+	ResolvedSecrets map[string]json.RawMessage
+	// SecretNames are the names of ResolvedSecrets in body order.
+	SecretNames      []string
 	ConfirmDeletions []json.RawMessage
 	SPHost           *string
 }
@@ -31,99 +31,19 @@ const (
 
 var secretName = regexp.MustCompile(secretNameFormat)
 
-// ParseApplyRequest strictly decodes an apply body; an empty body is {}.
-func ParseApplyRequest(body []byte) (*ApplyRequest, error) {
-	req := &ApplyRequest{}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return req, nil
-	}
-	var top map[string]json.RawMessage
-	if err := strictObject(body, &top); err != nil {
-		return nil, err
-	}
-	var unknown []FieldError
-	for k := range top {
-		switch k {
-		case "resolved_secrets", "confirm_deletions", "sp_host":
-		default:
-			unknown = append(unknown, FieldError{Pointer: Pointer(k), Code: CodeUnknownField, Detail: "unknown field " + quoteShort(k)})
-		}
-	}
-	if len(unknown) > 0 {
-		sortProblems(unknown)
-		return nil, &Error{Code: CodeUnknownField, Detail: "the request has unknown fields", Errors: unknown}
-	}
-	var bad []FieldError
-	if raw, ok := top["resolved_secrets"]; ok && string(raw) != "null" {
-		names, err := objectKeys(raw)
-		if err != nil {
-			bad = append(bad, FieldError{Pointer: "/resolved_secrets", Code: CodeMalformedRequest, Detail: "resolved_secrets must be an object of names to strings"})
-		} else {
-			_ = json.Unmarshal(raw, &req.ResolvedSecrets)
-			req.secretNames = names
-		}
-	}
-	if raw, ok := top["confirm_deletions"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &req.ConfirmDeletions); err != nil || req.ConfirmDeletions == nil {
-			bad = append(bad, FieldError{Pointer: "/confirm_deletions", Code: CodeMalformedRequest, Detail: "confirm_deletions must be a list of strings"})
-		}
-	}
-	if raw, ok := top["sp_host"]; ok && string(raw) != "null" {
-		var h string
-		if err := json.Unmarshal(raw, &h); err != nil {
-			bad = append(bad, FieldError{Pointer: "/sp_host", Code: CodeMalformedRequest, Detail: "sp_host must be a string"})
-		} else {
-			req.SPHost = &h
-		}
-	}
-	if len(bad) > 0 {
-		return nil, &Error{Code: CodeMalformedRequest, Detail: "the request body has values of the wrong type", Errors: bad}
-	}
-	return req, nil
-}
-
-// objectKeys returns the member names of a JSON object in order; a repeated
-// name is an error (its value would be ambiguous).
-func objectKeys(raw json.RawMessage) ([]string, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	t, err := d.Token()
-	if err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("not an object")
-	}
-	var names []string
-	seen := map[string]bool{}
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
-			return nil, err
-		}
-		name := t.(string)
-		if seen[name] {
-			return nil, fmt.Errorf("repeated member")
-		}
-		seen[name] = true
-		names = append(names, name)
-		var skip json.RawMessage
-		if err := d.Decode(&skip); err != nil {
-			return nil, err
-		}
-	}
-	return names, nil
-}
-
-// validate checks the body against the plan (row 10): every problem at once.
+// Check checks the body against the plan (row 10): every problem at once.
 // It returns the confirmed deletions.
-func (req *ApplyRequest) validate(p *Plan) (map[string]bool, []FieldError) {
+func (req *ApplyRequest) Check(p *Plan) (map[string]bool, []FieldError) {
 	var problems []FieldError
 	required := map[string]bool{}
 	for _, name := range p.RequiredSecrets {
 		required[name] = true
 	}
-	if len(req.secretNames) > maxApplyEntries {
+	if len(req.SecretNames) > maxApplyEntries {
 		problems = append(problems, FieldError{Pointer: "/resolved_secrets", Code: CodeTooMany,
 			Detail: fmt.Sprintf("at most %d secrets may be sent", maxApplyEntries)})
 	} else {
-		for _, name := range req.secretNames {
+		for _, name := range req.SecretNames {
 			ptr := Pointer("resolved_secrets", name)
 			if !secretName.MatchString(name) {
 				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInvalid, Detail: "a secret name is KEENAUTH_ followed by A-Z, 0-9 or _"})
@@ -226,8 +146,8 @@ func ValidHost(h string) bool {
 	})
 }
 
-// secret returns the resolved value of a secret (validated before).
-func (req *ApplyRequest) secret(name string) string {
+// Secret returns the resolved value of a secret (checked before).
+func (req *ApplyRequest) Secret(name string) string {
 	var v string
 	_ = json.Unmarshal(req.ResolvedSecrets[name], &v)
 	return v

@@ -345,7 +345,7 @@ func specType(s spec) reflect.Type { return reflect.TypeOf(s).Elem() }
 // unknown_field, with the same pointers.
 func decodeObject[T any](raw []byte, v *T) error {
 	var top map[string]json.RawMessage
-	if err := strictObject(raw, &top); err != nil {
+	if err := StrictObject(raw, &top); err != nil {
 		return err
 	}
 	tree, bad, ok := parseStrict(raw, "")
@@ -483,4 +483,45 @@ func jsonFields(t reflect.Type) map[string]reflect.StructField {
 	}
 	fieldsCache.Store(t, out)
 	return out
+}
+
+// StrictObject decodes a JSON object into its members, answering
+// malformed_request otherwise (not an object, data after it).
+// A member repeated in the object is malformed too (as in a document), not
+// silently replaced by its last occurrence.
+func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
+	notObject := &Error{Code: CodeMalformedRequest, Detail: "the request body must be a JSON object"}
+	d := json.NewDecoder(bytes.NewReader(body))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return notObject
+	}
+	*dst = map[string]json.RawMessage{}
+	var repeated []FieldError
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return notObject
+		}
+		key, _ := t.(string)
+		var value json.RawMessage
+		if err := d.Decode(&value); err != nil {
+			return notObject
+		}
+		if _, dup := (*dst)[key]; dup {
+			repeated = append(repeated, FieldError{Pointer: Pointer(key), Code: CodeMalformedRequest,
+				Detail: "This member is repeated in its object."})
+			continue
+		}
+		(*dst)[key] = value
+	}
+	if _, err := d.Token(); err != nil {
+		return notObject
+	}
+	if len(repeated) > 0 {
+		return Problems(CodeMalformedRequest, repeated)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return &Error{Code: CodeMalformedRequest, Detail: "the request body has data after the JSON object"}
+	}
+	return nil
 }

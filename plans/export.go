@@ -29,7 +29,7 @@ func ParseTypes(param string, present bool) ([]Kind, error) {
 	for _, name := range strings.Split(param, ",") {
 		name = strings.TrimSpace(name)
 		if _, ok := LookupKind(Kind(name)); !ok {
-			return nil, &Error{Code: CodeMalformedRequest, Detail: "types lists resource types such as connection,api; unknown type " + quoteShort(name)}
+			return nil, &Error{Code: CodeMalformedRequest, Detail: "types lists resource types such as connection,api; unknown type " + QuoteShort(name)}
 		}
 		if !slices.Contains(out, Kind(name)) {
 			out = append(out, Kind(name))

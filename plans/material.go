@@ -57,7 +57,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		conID := out.connIDs[c.Key]
 		material := federation.Material{Issuer: m.Issuer, ClientID: m.ClientID, Scopes: m.Scopes,
 			RedirectURI: "https://" + *req.SPHost + "/sso/" + conID + "/callback"}
-		err := s.hooks.Federation.PutOIDC(ctx, a.EnvironmentID, conID, material, req.secret(c.SecretRef))
+		err := s.hooks.Federation.PutOIDC(ctx, a.EnvironmentID, conID, material, req.Secret(c.SecretRef))
 		var rej *federation.RejectedError
 		switch {
 		case err == nil:

@@ -269,7 +269,7 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 	case "", StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired:
 	default:
 		return Page[*Plan]{}, &Error{Code: CodeMalformedRequest, Detail: "status must be one of planned, applying, applied, conflicted, expired",
-			Errors: []FieldError{{Pointer: "", Code: CodeInvalid, Detail: "unknown status " + quoteShort(status)}}}
+			Errors: []FieldError{{Pointer: "", Code: CodeInvalid, Detail: "unknown status " + QuoteShort(status)}}}
 	}
 	now := s.now()
 	sets, all, err := s.readableTypeSets(ctx, a)
@@ -384,7 +384,8 @@ func (s *Service) ListEvents(ctx context.Context, a Actor, planID string, lp Lis
 	return page(evs, lp.Limit, func(e Event) string { return e.ID }), nil
 }
 
-func quoteShort(s string) string {
+// QuoteShort quotes a value for a detail, cut to 40 characters.
+func QuoteShort(s string) string {
 	if len(s) > 40 {
 		s = s[:40] + "…"
 	}

@@ -160,7 +160,7 @@ func uniqueWarnings(c Change, ptr string, us []UniqueValue, holders map[uniqueKe
 		for _, other := range holders[u.compared()] {
 			if other != c.Key && !inDoc[resourceRef(c.Kind, other)] {
 				out = append(out, Warning{Code: CodeUniqueValueInUse, Target: resourceRef(c.Kind, c.Key), Pointer: ptr + "/spec/" + u.Field,
-					Detail: fmt.Sprintf("%s %s is already used by %s; the apply will be refused while it is", u.Field, quoteShort(u.Value), resourceRef(c.Kind, other))})
+					Detail: fmt.Sprintf("%s %s is already used by %s; the apply will be refused while it is", u.Field, QuoteShort(u.Value), resourceRef(c.Kind, other))})
 				break
 			}
 		}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -24,99 +22,8 @@ type PlanRequest struct {
 	Doc      *Document
 	Prune    bool
 	Problems []FieldError // 422-class problems found while decoding
-	docBytes int          // size of the config member as sent
-}
-
-// ParsePlanRequest strictly decodes a plan-creation body. A 400-class
-// problem (not JSON, wrong types, unknown fields) is returned as an *Error.
-func ParsePlanRequest(body []byte) (*PlanRequest, error) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, &Error{Code: CodeMalformedRequest, Detail: "the request body must be a JSON object"}
-	}
-	var top map[string]json.RawMessage
-	if err := strictObject(body, &top); err != nil {
-		return nil, err
-	}
-	// Every 400-class problem is reported: unknown members, a prune that is
-	// not a boolean, and those of the document.
-	var bad []FieldError
-	for k := range top {
-		if k != "config" && k != "prune" {
-			bad = append(bad, FieldError{Pointer: Pointer(k), Code: CodeUnknownField, Detail: "unknown field " + quoteShort(k)})
-		}
-	}
-	sort.Slice(bad, func(i, j int) bool { return bad[i].Pointer < bad[j].Pointer })
-	pr := &PlanRequest{}
-	if raw, ok := top["prune"]; ok {
-		if err := json.Unmarshal(raw, &pr.Prune); err != nil {
-			bad = append(bad, FieldError{Pointer: "/prune", Code: CodeMalformedRequest, Detail: "prune must be a boolean"})
-		}
-	}
-	raw, ok := top["config"]
-	if !ok || string(raw) == "null" {
-		pr.Problems = []FieldError{{Pointer: "/config", Code: CodeRequired, Detail: "config is required"}}
-		pr.Doc = &Document{Entries: map[Kind][]Entry{}}
-	} else {
-		doc, problems, err := DecodeDocument(raw, "/config")
-		var de *Error
-		switch {
-		case errors.As(err, &de) && (de.Code == CodeMalformedRequest || de.Code == CodeUnknownField):
-			bad = append(bad, de.Errors...)
-		case err != nil:
-			return nil, err
-		}
-		pr.Doc, pr.Problems, pr.docBytes = doc, problems, len(raw)
-	}
-	if len(bad) > 0 {
-		code := CodeUnknownField
-		for _, p := range bad {
-			if p.Code != CodeUnknownField {
-				code = CodeMalformedRequest
-			}
-		}
-		return nil, Problems(code, bad)
-	}
-	return pr, nil
-}
-
-// strictObject decodes a JSON object, answering malformed_request otherwise.
-// A member repeated in the object is malformed too (as in a document), not
-// silently replaced by its last occurrence.
-func strictObject(body []byte, dst *map[string]json.RawMessage) error {
-	notObject := &Error{Code: CodeMalformedRequest, Detail: "the request body must be a JSON object"}
-	d := json.NewDecoder(bytes.NewReader(body))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return notObject
-	}
-	*dst = map[string]json.RawMessage{}
-	var repeated []FieldError
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
-			return notObject
-		}
-		key, _ := t.(string)
-		var value json.RawMessage
-		if err := d.Decode(&value); err != nil {
-			return notObject
-		}
-		if _, dup := (*dst)[key]; dup {
-			repeated = append(repeated, FieldError{Pointer: Pointer(key), Code: CodeMalformedRequest,
-				Detail: "This member is repeated in its object."})
-			continue
-		}
-		(*dst)[key] = value
-	}
-	if _, err := d.Token(); err != nil {
-		return notObject
-	}
-	if len(repeated) > 0 {
-		return Problems(CodeMalformedRequest, repeated)
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return &Error{Code: CodeMalformedRequest, Detail: "the request body has data after the JSON object"}
-	}
-	return nil
+	// DocumentBytes is the size of the config member as sent.
+	DocumentBytes int
 }
 
 // RequiredPermissions are the permissions plan creation needs: config:write
@@ -125,33 +32,68 @@ func (pr *PlanRequest) RequiredPermissions() []string {
 	return readPerms(pr.Doc.Types, PermConfigWrite)
 }
 
-// CreatePlan computes and stores a plan for the actor's environment.
-// admit runs the rate and capacity checks once the permissions are known.
-func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest, admit func(context.Context) (func(), error)) (_ *Plan, err error) {
-	defer s.observePlanCreated(&err)
+// PendingPlan is a plan creation, or a restore, whose permissions hold:
+// what the service needs to admit it (the rate limits of §10) before it
+// runs.
+type PendingPlan struct {
+	s  *Service
+	a  Actor
+	pr *PlanRequest
+	// formerIDs are, for a restore, the ids of the deleted connections it
+	// brings back, by key.
+	formerIDs map[string]string
+}
+
+// PreparePlan checks the permissions plan creation needs.
+func (s *Service) PreparePlan(a Actor, pr *PlanRequest) (*PendingPlan, error) {
 	if err := a.Require(pr.RequiredPermissions()...); err != nil {
+		s.observePlanCreated(&err)
 		return nil, err
 	}
-	if admit != nil {
-		release, err := admit(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
+	return &PendingPlan{s: s, a: a, pr: pr}, nil
+}
+
+// CreatePlan computes and stores a plan for the actor's environment,
+// without admission limits: PreparePlan, then Create.
+func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest) (*Plan, error) {
+	pp, err := s.PreparePlan(a, pr)
+	if err != nil {
+		return nil, err
 	}
+	return pp.Create(ctx)
+}
+
+// Refused ends a plan creation that its admission refused with err
+// (returned).
+func (pp *PendingPlan) Refused(err error) error {
+	pp.s.observePlanCreated(&err)
+	return err
+}
+
+// Create computes and stores the plan of an admitted creation.
+func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
+	s, pr := pp.s, pp.pr
+	defer s.observePlanCreated(&err)
 	var plan *Plan
 	err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-		p, err := s.computePlan(ctx, tx, a, pr.Doc, pr.Prune, pr.Problems)
+		p, err := s.computePlan(ctx, tx, pp.a, pr.Doc, pr.Prune, pr.Problems)
 		if err != nil {
 			return err
 		}
 		// The last answer of plan creation: the document or its plan is
 		// over 10 MiB (the plan's size is checked as it is stored).
-		if pr.docBytes > MaxPlanBytes {
+		if pr.DocumentBytes > MaxPlanBytes {
 			return &Error{Code: CodeConfigDocumentTooLarge,
-				Detail: fmt.Sprintf("the document takes %d bytes, over the limit of %d; plan fewer types", pr.docBytes, MaxPlanBytes)}
+				Detail: fmt.Sprintf("the document takes %d bytes, over the limit of %d; plan fewer types", pr.DocumentBytes, MaxPlanBytes)}
 		}
-		if err := s.insertPlan(ctx, tx, a, p); err != nil {
+		// A deleted connection comes back with its former id, so the
+		// callback URL registered at its identity provider still works.
+		for i, c := range p.Changes {
+			if c.Kind == KindConnection && c.Action == ActionCreate && pp.formerIDs[c.Key] != "" {
+				p.Changes[i].ResourceID = json.RawMessage(mustJSON(pp.formerIDs[c.Key]))
+			}
+		}
+		if err := s.insertPlan(ctx, tx, pp.a, p); err != nil {
 			return err
 		}
 		plan = p

@@ -2,31 +2,22 @@ package plans
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"slices"
 
-	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/revisions"
 )
 
-// RestoreRevision creates a planned plan whose changes bring every resource
-// of a revision back to its recorded state: a resource the apply created is
+// PrepareRestore prepares a plan whose changes bring every resource of a
+// revision back to its recorded state: a resource the apply created is
 // deleted, the others get their former spec back. It needs the permissions
-// of plan creation over the revision's types.
-func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID string, admit func(context.Context) (func(), error)) (_ *Plan, err error) {
-	defer s.observePlanCreated(&err)
+// of plan creation over the revision's types; the plan is made by the
+// PendingPlan's Create once admitted.
+func (s *Service) PrepareRestore(ctx context.Context, a Actor, revisionID string) (_ *PendingPlan, err error) {
 	rev, err := s.revision(ctx, a, revisionID, PermConfigWrite)
 	if err != nil {
+		s.observePlanCreated(&err)
 		return nil, err
-	}
-	if admit != nil {
-		release, err := admit(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
 	}
 	doc := &Document{Entries: map[Kind][]Entry{}}
 	formerIDs := map[string]string{}
@@ -48,26 +39,7 @@ func (s *Service) RestoreRevision(ctx context.Context, a Actor, revisionID strin
 		doc.Entries[k] = append(doc.Entries[k], e)
 	}
 	sortKinds(doc.Types)
-	var plan *Plan
-	err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-		p, err := s.computePlan(ctx, tx, a, doc, false, nil)
-		if err != nil {
-			return err
-		}
-		// A deleted connection comes back with its former id, so the
-		// callback URL registered at its identity provider still works.
-		for i, c := range p.Changes {
-			if c.Kind == KindConnection && c.Action == ActionCreate && formerIDs[c.Key] != "" {
-				p.Changes[i].ResourceID = json.RawMessage(mustJSON(formerIDs[c.Key]))
-			}
-		}
-		if err := s.insertPlan(ctx, tx, a, p); err != nil {
-			return err
-		}
-		plan = p
-		return nil
-	})
-	return plan, err
+	return &PendingPlan{s: s, a: a, pr: &PlanRequest{Doc: doc}, formerIDs: formerIDs}, nil
 }
 
 // GetRevision returns a revision; it needs config:read and the read

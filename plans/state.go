@@ -145,10 +145,10 @@ func (p *postState) referrers(k Kind, key string) []string {
 func (p *postState) resolve(ref Reference) (code Code, detail string, ok bool) {
 	spec, exists := p.spec(ref.Kind, ref.Key)
 	if !exists {
-		return CodeDanglingReference, string(ref.Kind) + " " + quoteShort(ref.Key) + " does not exist", false
+		return CodeDanglingReference, string(ref.Kind) + " " + QuoteShort(ref.Key) + " does not exist", false
 	}
 	if ref.Scope != "" && ref.Kind == KindAPI && !slices.Contains(APIScopes(spec), ref.Scope) {
-		return CodeUnknownScope, "api " + quoteShort(ref.Key) + " has no scope " + quoteShort(ref.Scope), false
+		return CodeUnknownScope, "api " + QuoteShort(ref.Key) + " has no scope " + QuoteShort(ref.Scope), false
 	}
 	return "", "", true
 }

@@ -147,61 +147,49 @@ func replayed(stored *idempotency.Response) response {
 	return r
 }
 
-// admitter returns the rate checks of a plan creation (§10):
-// config_plan and config_plan_inflight in one atomic step. They fail open
-// when Redis fails. The headers of §10 are set on the response whatever the
-// outcome.
-func (s *Server) admitter(c *gin.Context) func(context.Context) (func(), error) {
-	return s.admit(c, false)
-}
-
-// applyAdmitter returns the checks of an apply: those of admitter, then the
-// fleet's capacity of concurrent applies (§10, row 7), which fails open too.
-func (s *Server) applyAdmitter(c *gin.Context) func(context.Context) (func(), error) {
-	return s.admit(c, true)
-}
-
-func (s *Server) admit(c *gin.Context, apply bool) func(context.Context) (func(), error) {
-	return func(ctx context.Context) (func(), error) {
-		if s.d.Limiter == nil {
-			return func() {}, nil
-		}
-		env := actor(c).EnvironmentID
-		d, slot, err := s.d.Limiter.Admit(ctx, env)
-		if err != nil {
-			return nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
-		}
-		s.observeRateLimit(d)
-		c.Header("RateLimit-Policy", ratelimit.PolicyHeader(s.d.RateLimit))
-		if !d.FailedOpen {
-			c.Header("RateLimit", ratelimit.RateLimitHeader(d))
-		}
-		if !d.Allowed {
-			secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
-			return nil, &plans.Error{Code: plans.CodeRateLimited,
-				Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
-				Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
-		}
-		lease := s.d.RateLimit.WithDefaults().Lease
-		stopSlot := ratelimit.Hold(slot, lease/3, s.leaseLost("inflight"))
-		release := func() { stopSlot(); slot.Release() }
-		if apply && s.d.Fleet != nil {
-			ok, retry, fslot, err := s.d.Fleet.Acquire(ctx)
-			if err != nil {
-				release()
-				return nil, fmt.Errorf("fleet capacity: %w", plans.ErrUnavailable)
-			}
-			if !ok {
-				s.observeFleetSaturated()
-				release()
-				secs := max(int(math.Ceil(retry.Seconds())), 1)
-				return nil, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the fleet's apply capacity is saturated; nothing was written",
-					Extra: map[string]any{"retry_after": secs}}
-			}
-			stopFleet := ratelimit.Hold(fslot, lease/3, s.leaseLost("fleet"))
-			inner := release
-			release = func() { stopFleet(); fslot.Release(); inner() }
-		}
+// admit runs the rate checks of a plan creation, a restore or an apply
+// (§10): config_plan and config_plan_inflight in one atomic step, then for
+// an apply the fleet's capacity of concurrent applies (§6 row 7). They fail
+// open when Redis fails. The headers of §10 are set on the response
+// whatever the outcome. It returns the release of what it took.
+func (s *Server) admit(ctx context.Context, c *gin.Context, apply bool) (release func(), err error) {
+	if s.d.Limiter == nil {
+		return func() {}, nil
+	}
+	d, slot, err := s.d.Limiter.Admit(ctx, actor(c).EnvironmentID)
+	if err != nil {
+		return nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
+	}
+	s.observeRateLimit(d)
+	c.Header("RateLimit-Policy", ratelimit.PolicyHeader(s.d.RateLimit))
+	if !d.FailedOpen {
+		c.Header("RateLimit", ratelimit.RateLimitHeader(d))
+	}
+	if !d.Allowed {
+		secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
+		return nil, &plans.Error{Code: plans.CodeRateLimited,
+			Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
+			Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
+	}
+	lease := s.d.RateLimit.WithDefaults().Lease
+	stopSlot := ratelimit.Hold(slot, lease/3, s.leaseLost("inflight"))
+	release = func() { stopSlot(); slot.Release() }
+	if !apply || s.d.Fleet == nil {
 		return release, nil
 	}
+	ok, retry, fslot, err := s.d.Fleet.Acquire(ctx)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("fleet capacity: %w", plans.ErrUnavailable)
+	}
+	if !ok {
+		s.observeFleetSaturated()
+		release()
+		secs := max(int(math.Ceil(retry.Seconds())), 1)
+		return nil, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the fleet's apply capacity is saturated; nothing was written",
+			Extra: map[string]any{"retry_after": secs}}
+	}
+	stopFleet := ratelimit.Hold(fslot, lease/3, s.leaseLost("fleet"))
+	releaseSlot := release
+	return func() { stopFleet(); fslot.Release(); releaseSlot() }, nil
 }

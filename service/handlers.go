@@ -31,20 +31,35 @@ func (s *Server) createPlan(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	pr, err := plans.ParsePlanRequest(body)
+	pr, err := ParsePlanRequest(body)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	s.idempotent(c, body, func(ctx context.Context, _ string) response {
-		p, err := s.d.Plans.CreatePlan(ctx, actor(c), pr, s.admitter(c))
+		pp, err := s.d.Plans.PreparePlan(actor(c), pr)
 		if err != nil {
 			return s.errorResponse(c, err)
 		}
-		r := jsonResponse(http.StatusCreated, p)
-		r.header.Set("Location", "/v1/config-plans/"+p.ID)
-		return r
+		return s.createAdmitted(ctx, c, pp)
 	})
+}
+
+// createAdmitted admits a prepared plan creation or restore (§10), then
+// creates the plan: 201 with its Location.
+func (s *Server) createAdmitted(ctx context.Context, c *gin.Context, pp *plans.PendingPlan) response {
+	release, err := s.admit(ctx, c, false)
+	if err != nil {
+		return s.errorResponse(c, pp.Refused(err))
+	}
+	defer release()
+	p, err := pp.Create(ctx)
+	if err != nil {
+		return s.errorResponse(c, err)
+	}
+	r := jsonResponse(http.StatusCreated, p)
+	r.header.Set("Location", "/v1/config-plans/"+p.ID)
+	return r
 }
 
 func (s *Server) getPlan(c *gin.Context) {
@@ -116,23 +131,40 @@ func (s *Server) planAction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	req, err := plans.ParseApplyRequest(body)
+	req, err := ParseApplyRequest(body)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	s.idempotent(c, body, func(ctx context.Context, fingerprint string) response {
-		res, err := s.d.Plans.Apply(ctx, actor(c), id, req, plans.ApplyOptions{ValidateOnly: validateOnly,
-			Admit: s.applyAdmitter(c), IdempotencyFingerprint: fingerprint})
+		pa, replay, err := s.d.Plans.PrepareApply(ctx, actor(c), id, plans.ApplyOptions{ValidateOnly: validateOnly,
+			IdempotencyFingerprint: fingerprint})
 		if err != nil {
 			return s.errorResponse(c, err)
 		}
-		r := jsonResponse(http.StatusOK, res.Plan)
-		if res.Replayed {
-			r.header.Set("Idempotent-Replayed", "true")
+		if replay != nil {
+			return applyResponse(*replay)
 		}
-		return r
+		release, err := s.admit(ctx, c, true)
+		if err != nil {
+			return s.errorResponse(c, pa.Refused(err))
+		}
+		defer release()
+		res, err := pa.Run(ctx, req)
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		return applyResponse(res)
 	})
+}
+
+// applyResponse is the 200 of an apply, marked when it is a replay.
+func applyResponse(res plans.ApplyResult) response {
+	r := jsonResponse(http.StatusOK, res.Plan)
+	if res.Replayed {
+		r.header.Set("Idempotent-Replayed", "true")
+	}
+	return r
 }
 
 // revisionView is a revision as the API shows it.
@@ -186,13 +218,11 @@ func (s *Server) revisionAction(c *gin.Context) {
 		return
 	}
 	s.idempotent(c, body, func(ctx context.Context, _ string) response {
-		p, err := s.d.Plans.RestoreRevision(ctx, actor(c), id, s.admitter(c))
+		pp, err := s.d.Plans.PrepareRestore(ctx, actor(c), id)
 		if err != nil {
 			return s.errorResponse(c, err)
 		}
-		r := jsonResponse(http.StatusCreated, p)
-		r.header.Set("Location", "/v1/config-plans/"+p.ID)
-		return r
+		return s.createAdmitted(ctx, c, pp)
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/service"
 	"github.com/keenauth/configplans/test/apitest"
 	"github.com/keenauth/configplans/test/fakefederation"
 )
@@ -658,7 +659,7 @@ func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.RequestID = plans.NewID(plans.PrefixRequest)
-	req, err := plans.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + plans.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
+	req, err := service.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + plans.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
+	"github.com/keenauth/configplans/service"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -257,11 +258,11 @@ func TestRestoreCountsAgainstTheRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.RequestID = plans.NewID(plans.PrefixRequest)
-	pr, err := plans.ParsePlanRequest([]byte(`{"config": ` + envSettings("Renamed") + `}`))
+	pr, err := service.ParsePlanRequest([]byte(`{"config": ` + envSettings("Renamed") + `}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := k.e.Plans.CreatePlan(ctx, a, pr, nil)
+	p, err := k.e.Plans.CreatePlan(ctx, a, pr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
-package plans
+package service
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/keenauth/configplans/plans"
 )
 
 // FuzzApplyRequest: no apply body, however hostile, panics the parser or the
@@ -17,19 +19,19 @@ func FuzzApplyRequest(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	plan := &Plan{RequiredSecrets: []string{"KEENAUTH_CONNECTION_ACME_CLIENT_SECRET"}, RequiresSPHost: true,
-		Changes: []Change{{Kind: KindConnection, Key: "legacy", Action: ActionDelete}}}
+	plan := &plans.Plan{RequiredSecrets: []string{"KEENAUTH_CONNECTION_ACME_CLIENT_SECRET"}, RequiresSPHost: true,
+		Changes: []plans.Change{{Kind: plans.KindConnection, Key: "legacy", Action: plans.ActionDelete}}}
 	f.Fuzz(func(t *testing.T, body string) {
 		req, err := ParseApplyRequest([]byte(body))
 		if err != nil {
-			if _, ok := err.(*Error); !ok {
+			if _, ok := err.(*plans.Error); !ok {
 				t.Fatalf("a parse error is not a domain error: %T %v", err, err)
 			}
 			return
 		}
-		_, problems := req.validate(plan)
+		_, problems := req.Check(plan)
 		for name := range req.ResolvedSecrets {
-			v := req.secret(name)
+			v := req.Secret(name)
 			if len(v) < 16 || strings.Contains(name, v) {
 				continue // too short to tell apart from the problem texts, or the name itself
 			}

@@ -1,0 +1,150 @@
+package service
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/keenauth/configplans/plans"
+)
+
+// The bodies of plan creation and apply are parsed here, at the edge: the
+// domain receives a plans.PlanRequest or a plans.ApplyRequest. A 400-class
+// problem (not JSON, a member of the wrong type, an unknown member) is
+// answered before the domain runs. (The internal endpoints' bodies are
+// decoded by plans.DecodeTokenActivity and the policies' PUT, whose 404 for
+// a malformed environment id comes before its body's 400.)
+
+// ParsePlanRequest strictly decodes a plan-creation body. A 400-class
+// problem (not JSON, wrong types, unknown fields) is returned as an *Error.
+func ParsePlanRequest(body []byte) (*plans.PlanRequest, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request body must be a JSON object"}
+	}
+	var top map[string]json.RawMessage
+	if err := plans.StrictObject(body, &top); err != nil {
+		return nil, err
+	}
+	// Every 400-class problem is reported: unknown members, a prune that is
+	// not a boolean, and those of the document.
+	var bad []plans.FieldError
+	for k := range top {
+		if k != "config" && k != "prune" {
+			bad = append(bad, plans.FieldError{Pointer: plans.Pointer(k), Code: plans.CodeUnknownField, Detail: "unknown field " + plans.QuoteShort(k)})
+		}
+	}
+	sort.Slice(bad, func(i, j int) bool { return bad[i].Pointer < bad[j].Pointer })
+	pr := &plans.PlanRequest{}
+	if raw, ok := top["prune"]; ok {
+		if err := json.Unmarshal(raw, &pr.Prune); err != nil {
+			bad = append(bad, plans.FieldError{Pointer: "/prune", Code: plans.CodeMalformedRequest, Detail: "prune must be a boolean"})
+		}
+	}
+	raw, ok := top["config"]
+	if !ok || string(raw) == "null" {
+		pr.Problems = []plans.FieldError{{Pointer: "/config", Code: plans.CodeRequired, Detail: "config is required"}}
+		pr.Doc = &plans.Document{Entries: map[plans.Kind][]plans.Entry{}}
+	} else {
+		doc, problems, err := plans.DecodeDocument(raw, "/config")
+		var de *plans.Error
+		switch {
+		case errors.As(err, &de) && (de.Code == plans.CodeMalformedRequest || de.Code == plans.CodeUnknownField):
+			bad = append(bad, de.Errors...)
+		case err != nil:
+			return nil, err
+		}
+		pr.Doc, pr.Problems, pr.DocumentBytes = doc, problems, len(raw)
+	}
+	if len(bad) > 0 {
+		code := plans.CodeUnknownField
+		for _, p := range bad {
+			if p.Code != plans.CodeUnknownField {
+				code = plans.CodeMalformedRequest
+			}
+		}
+		return nil, plans.Problems(code, bad)
+	}
+	return pr, nil
+}
+
+// ParseApplyRequest strictly decodes an apply body; an empty body is {}.
+func ParseApplyRequest(body []byte) (*plans.ApplyRequest, error) {
+	req := &plans.ApplyRequest{}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	var top map[string]json.RawMessage
+	if err := plans.StrictObject(body, &top); err != nil {
+		return nil, err
+	}
+	var unknown []plans.FieldError
+	for k := range top {
+		switch k {
+		case "resolved_secrets", "confirm_deletions", "sp_host":
+		default:
+			unknown = append(unknown, plans.FieldError{Pointer: plans.Pointer(k), Code: plans.CodeUnknownField, Detail: "unknown field " + plans.QuoteShort(k)})
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Slice(unknown, func(i, j int) bool { return unknown[i].Pointer < unknown[j].Pointer })
+		return nil, &plans.Error{Code: plans.CodeUnknownField, Detail: "the request has unknown fields", Errors: unknown}
+	}
+	var bad []plans.FieldError
+	if raw, ok := top["resolved_secrets"]; ok && string(raw) != "null" {
+		names, err := objectKeys(raw)
+		if err != nil {
+			bad = append(bad, plans.FieldError{Pointer: "/resolved_secrets", Code: plans.CodeMalformedRequest, Detail: "resolved_secrets must be an object of names to strings"})
+		} else {
+			_ = json.Unmarshal(raw, &req.ResolvedSecrets)
+			req.SecretNames = names
+		}
+	}
+	if raw, ok := top["confirm_deletions"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &req.ConfirmDeletions); err != nil || req.ConfirmDeletions == nil {
+			bad = append(bad, plans.FieldError{Pointer: "/confirm_deletions", Code: plans.CodeMalformedRequest, Detail: "confirm_deletions must be a list of strings"})
+		}
+	}
+	if raw, ok := top["sp_host"]; ok && string(raw) != "null" {
+		var h string
+		if err := json.Unmarshal(raw, &h); err != nil {
+			bad = append(bad, plans.FieldError{Pointer: "/sp_host", Code: plans.CodeMalformedRequest, Detail: "sp_host must be a string"})
+		} else {
+			req.SPHost = &h
+		}
+	}
+	if len(bad) > 0 {
+		return nil, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request body has values of the wrong type", Errors: bad}
+	}
+	return req, nil
+}
+
+// objectKeys returns the member names of a JSON object in order; a repeated
+// name is an error (its value would be ambiguous).
+func objectKeys(raw json.RawMessage) ([]string, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	t, err := d.Token()
+	if err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not an object")
+	}
+	var names []string
+	seen := map[string]bool{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		name := t.(string)
+		if seen[name] {
+			return nil, fmt.Errorf("repeated member")
+		}
+		seen[name] = true
+		names = append(names, name)
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
