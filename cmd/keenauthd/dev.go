@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,11 +15,9 @@ import (
 
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
-	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/metrics"
 	"github.com/keenauth/configplans/migrations"
 	"github.com/keenauth/configplans/plans"
-	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/service"
 )
 
@@ -88,9 +85,15 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	}
 	m := metrics.New()
 	m.RegisterDB(sqlDB, "primary")
-	pc := plans.DefaultConfig()
-	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
-	svc := plans.NewService(db, pc, nil, log, m.Plans(plans.Hooks{Federation: federation.NewInProcess()}))
+	secret := []byte(cfg.IdempotencySecret)
+	if len(secret) == 0 {
+		// The records live in this process only: any secret will do.
+		secret = []byte(rand.Text())
+	}
+	var draining atomic.Bool
+	w := service.Wire(service.Backend{DB: db},
+		settings(cfg, log, m, m.Plans(plans.Hooks{Federation: federation.NewInProcess()}), secret, &draining))
+	svc := w.Plans
 	// The in-process federation service starts empty: the material an
 	// earlier start confirmed is gone with it, so the planner must plan it
 	// again (a plan of the same document writes it, with its secret).
@@ -113,47 +116,17 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		return fmt.Errorf("dev: create a key: %w", err)
 	}
 	served = true
-	return devServe(ctx, cfg, ln, svc, sqlDB, m, log, stdout, devBanner{dataDir: *dataDir, temporary: temporary,
+	return devServe(ctx, cfg, ln, w, &draining, m, log, stdout, devBanner{dataDir: *dataDir, temporary: temporary,
 		dbPath: dbPath, env: env, envCreated: created, key: key, addr: ln.Addr().String()})
 }
 
 // devServe serves the API on ln until ctx ends, then drains it as serve does.
-func devServe(ctx context.Context, cfg config, ln net.Listener, svc *plans.Service, sqlDB *sql.DB, m *metrics.Metrics,
+func devServe(ctx context.Context, cfg config, ln net.Listener, w *service.Wired, draining *atomic.Bool, m *metrics.Metrics,
 	log *slog.Logger, stdout io.Writer, banner devBanner) error {
-	secret := []byte(cfg.IdempotencySecret)
-	if len(secret) == 0 {
-		// The records live in this process only: any secret will do.
-		secret = []byte(rand.Text())
-	}
-	rl := ratelimit.Config{Quota: cfg.RateLimitQuota, Window: cfg.RateLimitWindow, Inflight: cfg.InflightLimit, Lease: 2 * cfg.ApplyLease}
-	var draining atomic.Bool
-	handler := service.New(service.Deps{
-		Plans:             svc,
-		Idempotency:       idempotency.NewMemoryStore(nil),
-		IdempotencySecret: secret,
-		IdempotencyLease:  2 * cfg.ApplyLease,
-		Limiter:           ratelimit.NewMemoryLimiter(rl, nil),
-		Fleet:             ratelimit.NewMemoryFleet(cfg.FleetApplyLimit),
-		RateLimit:         rl,
-		InternalToken:     cfg.InternalToken,
-		Log:               log,
-		Ready: func(ctx context.Context) error {
-			if err := sqlDB.PingContext(ctx); err != nil {
-				return fmt.Errorf("database: %w", err)
-			}
-			return nil
-		},
-		Draining: draining.Load,
-		Metrics:  m.Handler(),
-		Hooks:    m.Service(),
-		HTTP:     httpLimits(cfg),
-		Bodies:   bodyBudget(cfg),
-	})
-	running := &inflight{next: handler, draining: &draining}
+	running := &inflight{next: w.Handler, draining: draining}
 	printDevBanner(stdout, banner)
 	log.Info("keenauthd dev listening", "addr", banner.addr, "data", banner.dataDir, "environment_id", banner.env.ID, "api_key_id", banner.key.ID)
-
-	return runServer(ctx, cfg, ln, running, &draining, newSweeper(svc, cfg, nil, log), m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, draining, newSweeper(w.Plans, cfg, nil, log), m.Handler(), log)
 }
 
 // devEnvironment returns the dev environment of the database, creating it

@@ -210,7 +210,7 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 	} else {
 		log.Warn("KEENAUTHD_FEDERATION_URL is not set: plans that write OIDC material will be answered 503")
 	}
-	svc, db, err := domain(ctx, cfg, log, m.Plans(hooks))
+	db, err := openDB(ctx, cfg.DatabaseURL, cfg.Pool)
 	if err != nil {
 		return err
 	}
@@ -241,38 +241,15 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 	} else if evicting {
 		log.Warn("Redis maxmemory-policy can evict idempotency records; PostgreSQL still answers replays of applied plans, but set noeviction", "policy", policy)
 	}
-	rl := ratelimit.Config{Quota: cfg.RateLimitQuota, Window: cfg.RateLimitWindow, Inflight: cfg.InflightLimit, Lease: 2 * cfg.ApplyLease}
-	limiter := ratelimit.NewRedisLimiter(rdb, "keenauthd:", rl, log)
-	fleet := ratelimit.NewRedisFleet(rdb, "keenauthd:", cfg.FleetApplyLimit, 2*cfg.ApplyLease, rl.WithDefaults().CallTimeout, log)
-	m.RegisterFailOpens("limiter", limiter)
-	m.RegisterFailOpens("fleet", fleet)
 	var draining atomic.Bool
-	handler := service.New(service.Deps{
-		Plans:             svc,
-		Idempotency:       idempotency.NewRedisStore(rdb, "keenauthd:"),
-		IdempotencySecret: []byte(cfg.IdempotencySecret),
-		IdempotencyLease:  2 * cfg.ApplyLease,
-		Limiter:           limiter,
-		Fleet:             fleet,
-		RateLimit:         rl,
-		InternalToken:     cfg.InternalToken,
-		Log:               log,
-		Ready: func(ctx context.Context) error {
-			if err := sqlDB.PingContext(ctx); err != nil {
-				return fmt.Errorf("database: %w", err)
-			}
-			if err := rdb.Ping(ctx).Err(); err != nil {
-				return fmt.Errorf("redis: %w", err)
-			}
-			return nil
-		},
-		Draining: draining.Load,
-		Metrics:  m.Handler(),
-		Hooks:    m.Service(),
-		HTTP:     httpLimits(cfg),
-		Bodies:   bodyBudget(cfg),
-	})
-	running := &inflight{next: handler, draining: &draining}
+	w := service.Wire(service.Backend{DB: db, Redis: rdb, Prefix: "keenauthd:"}, settings(cfg, log, m, m.Plans(hooks), []byte(cfg.IdempotencySecret), &draining))
+	svc := w.Plans
+	for name, f := range map[string]any{"limiter": w.Limiter, "fleet": w.Fleet} {
+		if f, ok := f.(metrics.Failures); ok {
+			m.RegisterFailOpens(name, f)
+		}
+	}
+	running := &inflight{next: w.Handler, draining: &draining}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
@@ -280,6 +257,29 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 	log.Info("keenauthd listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
 	return runServer(ctx, cfg, ln, running, &draining, newSweeper(svc, cfg, newSweepLock(rdb, "keenauthd:"), log), m.Handler(), log)
+}
+
+// settings are the choices of serve and dev for one keenauthd: the
+// configuration of cfg, the metrics m and the domain's hooks.
+func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hooks, secret []byte, draining *atomic.Bool) service.Settings {
+	pc := plans.DefaultConfig()
+	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
+	return service.Settings{
+		Plans:             pc,
+		PlanHooks:         hooks,
+		RateLimit:         ratelimit.Config{Quota: cfg.RateLimitQuota, Window: cfg.RateLimitWindow, Inflight: cfg.InflightLimit, Lease: 2 * cfg.ApplyLease},
+		FleetLimit:        cfg.FleetApplyLimit,
+		FleetLease:        2 * cfg.ApplyLease,
+		IdempotencySecret: secret,
+		IdempotencyLease:  2 * cfg.ApplyLease,
+		InternalToken:     cfg.InternalToken,
+		Log:               log,
+		Draining:          draining.Load,
+		Metrics:           m.Handler(),
+		Hooks:             m.Service(),
+		HTTP:              httpLimits(cfg),
+		Bodies:            bodyBudget(cfg),
+	}
 }
 
 // runServer serves on ln until ctx ends, with the retention sweep and the

@@ -27,7 +27,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/keenauth/configplans/federation"
-	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/metrics"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
@@ -198,7 +197,6 @@ func Setup(t testing.TB, opt Options) *Env {
 		e.Metrics = metrics.New()
 		hooks = e.Metrics.Plans(hooks)
 	}
-	e.Plans = plans.NewService(e.DB.DB, pc, e.Clock.Now, log, hooks)
 	rl := opt.RateLimit
 	if rl.Quota == 0 {
 		rl.Quota, rl.Inflight = 100000, 1000
@@ -207,33 +205,27 @@ func Setup(t testing.TB, opt Options) *Env {
 	if fleet == 0 {
 		fleet = 1000
 	}
-	deps := service.Deps{
-		Plans:             e.Plans,
-		IdempotencySecret: []byte("test-idempotency-secret"),
-		IdempotencyLease:  10 * time.Second,
-		RateLimit:         rl,
-		InternalToken:     InternalToken,
-		Log:               log,
-	}
-	if embedded {
-		// Real time, as Redis's TIME is on the other backend: the test
-		// clock moves plans, not idempotency records or rate limits.
-		deps.Idempotency = idempotency.NewMemoryStore(time.Now)
-		deps.Limiter = ratelimit.NewMemoryLimiter(rl, time.Now)
-		deps.Fleet = ratelimit.NewMemoryFleet(fleet)
-	} else {
-		fleetTimeout := 150 * time.Millisecond
-		if rl.CallTimeout > 0 {
-			fleetTimeout = rl.CallTimeout
-		}
-		deps.Idempotency = idempotency.NewRedisStore(stores, e.Prefix)
-		deps.Limiter = ratelimit.NewRedisLimiter(stores, e.Prefix, rl, log)
-		deps.Fleet = ratelimit.NewRedisFleet(stores, e.Prefix, fleet, 2*time.Minute, fleetTimeout, log)
+	st := service.Settings{Plans: pc, Clock: e.Clock.Now, PlanHooks: hooks, RateLimit: rl,
+		// The fleet's lease and call timeout of the tests: short enough
+		// that a Redis fault shows quickly.
+		FleetLimit: fleet, FleetLease: 2 * time.Minute, FleetCallTimeout: 150 * time.Millisecond,
+		IdempotencySecret: []byte("test-idempotency-secret"), IdempotencyLease: 10 * time.Second,
+		InternalToken: InternalToken, Log: log}
+	if rl.CallTimeout > 0 {
+		st.FleetCallTimeout = rl.CallTimeout
 	}
 	if e.Metrics != nil {
-		deps.Metrics, deps.Hooks = e.Metrics.Handler(), e.Metrics.Service()
+		st.Metrics, st.Hooks = e.Metrics.Handler(), e.Metrics.Service()
 	}
-	e.Handler = service.New(deps)
+	// On the embedded backend, the idempotency records and rate limits are
+	// kept in the process, on the real time as Redis's TIME is on the other
+	// backend: the test clock moves plans, not them.
+	b := service.Backend{DB: e.DB.DB}
+	if !embedded {
+		b.Redis, b.Prefix = stores, e.Prefix
+	}
+	w := service.Wire(b, st)
+	e.Plans, e.Handler = w.Plans, w.Handler
 	if r := opt.Replica; r != nil {
 		e.EnvID, e.Secret = r.EnvID, r.Secret
 		return e

@@ -1,0 +1,106 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/idempotency"
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/ratelimit"
+)
+
+// Backend is where one keenauthd keeps its state: its database, opened and
+// migrated, and the Redis of the fleet, which holds the idempotency records
+// and the rate limits under Prefix. Without Redis they are kept in the
+// process (dev mode: one process).
+type Backend struct {
+	DB     *gorm.DB
+	Redis  redis.UniversalClient
+	Prefix string
+}
+
+// Settings are what serve, dev and the test harness choose for one
+// keenauthd.
+type Settings struct {
+	Plans     plans.Config
+	Clock     plans.Clock // nil: the real time
+	PlanHooks plans.Hooks
+	RateLimit ratelimit.Config
+	// FleetLimit bounds the fleet's concurrent applies; FleetLease is how
+	// long a slot of a replica that died stays taken, FleetCallTimeout
+	// bounds each Redis call of the fleet (0: the rate limit's).
+	FleetLimit        int
+	FleetLease        time.Duration
+	FleetCallTimeout  time.Duration
+	IdempotencySecret []byte
+	IdempotencyLease  time.Duration
+	InternalToken     string
+	Log               *slog.Logger
+	Draining          func() bool
+	Metrics           http.Handler // nil: no /metrics
+	Hooks             Hooks
+	HTTP              HTTPLimits
+	Bodies            *BodyBudget
+}
+
+// Wired is one keenauthd: its domain service, its router, and the stores
+// of its rate limits (for the metrics of their fail-opens).
+type Wired struct {
+	Plans   *plans.Service
+	Handler *gin.Engine
+	Limiter ratelimit.Limiter
+	Fleet   ratelimit.Fleet
+}
+
+// Wire builds one keenauthd over b: the domain service, the idempotency and
+// rate-limit stores (in Redis, or in the process without it) and the
+// router, whose /readyz pings the database and Redis. It is the one place
+// where serve, dev and the test harness put them together.
+func Wire(b Backend, s Settings) *Wired {
+	w := &Wired{Plans: plans.NewService(b.DB, s.Plans, s.Clock, s.Log, s.PlanHooks)}
+	d := Deps{Plans: w.Plans, IdempotencySecret: s.IdempotencySecret, IdempotencyLease: s.IdempotencyLease,
+		RateLimit: s.RateLimit, InternalToken: s.InternalToken, Log: s.Log, Draining: s.Draining,
+		Metrics: s.Metrics, Hooks: s.Hooks, HTTP: s.HTTP, Bodies: s.Bodies, Ready: ready(b)}
+	if b.Redis == nil {
+		d.Idempotency = idempotency.NewMemoryStore(nil)
+		d.Limiter = ratelimit.NewMemoryLimiter(s.RateLimit, nil)
+		d.Fleet = ratelimit.NewMemoryFleet(s.FleetLimit)
+	} else {
+		callTimeout := s.FleetCallTimeout
+		if callTimeout <= 0 {
+			callTimeout = s.RateLimit.WithDefaults().CallTimeout
+		}
+		d.Idempotency = idempotency.NewRedisStore(b.Redis, b.Prefix)
+		d.Limiter = ratelimit.NewRedisLimiter(b.Redis, b.Prefix, s.RateLimit, s.Log)
+		d.Fleet = ratelimit.NewRedisFleet(b.Redis, b.Prefix, s.FleetLimit, s.FleetLease, callTimeout, s.Log)
+	}
+	w.Limiter, w.Fleet = d.Limiter, d.Fleet
+	w.Handler = New(d)
+	return w
+}
+
+// ready reports whether the database and Redis (when there is one) answer.
+func ready(b Backend) func(context.Context) error {
+	return func(ctx context.Context) error {
+		sqlDB, err := b.DB.DB()
+		if err == nil {
+			err = sqlDB.PingContext(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("database: %w", err)
+		}
+		if b.Redis != nil {
+			if err := b.Redis.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("redis: %w", err)
+			}
+		}
+		return nil
+	}
+}
