@@ -342,48 +342,6 @@ func (s *Service) readableTypeSets(ctx context.Context, a Actor) (sets []string,
 	return sets, all, nil
 }
 
-// Event is an entry of a plan's history.
-type Event struct {
-	ID        string         `json:"id"`
-	Type      string         `json:"type"`
-	CreatedAt Time           `json:"created_at"`
-	Actor     EventActor     `json:"actor"`
-	RequestID string         `json:"request_id"`
-	Data      map[string]any `json:"data"`
-}
-
-// EventActor identifies who caused an event.
-type EventActor struct {
-	APIKeyID string `json:"api_key_id"`
-}
-
-// recordEvent adds an event, caused by a, to a plan's history.
-func recordEvent(ctx context.Context, tx *configdb.Tx, a Actor, planID, typ string, data map[string]any) error {
-	if data == nil {
-		data = map[string]any{}
-	}
-	return tx.RecordEvent(ctx, configdb.PlanEventRow{EnvironmentID: a.EnvironmentID, PlanID: planID, ID: NewID(PrefixEvent), Type: typ,
-		APIKeyID: a.APIKeyID, RequestID: a.RequestID, Data: mustJSON(data)})
-}
-
-// ListEvents lists a plan's events, oldest first.
-func (s *Service) ListEvents(ctx context.Context, a Actor, planID string, lp ListParams) (Page[Event], error) {
-	p, err := s.GetPlan(ctx, a, planID)
-	if err != nil {
-		return Page[Event]{}, err
-	}
-	rows, err := s.db.ListEvents(ctx, configdb.PlanKey{EnvironmentID: a.EnvironmentID, ID: p.ID}, lp.Cursor, lp.Limit+1)
-	if err != nil {
-		return Page[Event]{}, err
-	}
-	evs := make([]Event, len(rows))
-	for i, r := range rows {
-		evs[i] = Event{ID: r.ID, Type: r.Type, CreatedAt: Time(r.CreatedAt), Actor: EventActor{r.APIKeyID}, RequestID: r.RequestID}
-		_ = json.Unmarshal(r.Data, &evs[i].Data)
-	}
-	return page(evs, lp.Limit, func(e Event) string { return e.ID }), nil
-}
-
 // QuoteShort quotes a value for a detail, cut to 40 characters.
 func QuoteShort(s string) string {
 	if len(s) > 40 {
