@@ -147,6 +147,18 @@ func TestOpenAPIValidatorRefusesAnswersThatBreakTheDocument(t *testing.T) {
 			change("api", func(c map[string]any) { c["spec"] = map[string]any{"primary_color": "#000000"} })), "spec"},
 		{"delete with a spec", getPlan, editJSON(t, withStatus(plan, 200),
 			change("api", func(c map[string]any) { c["action"], c["base_version"] = "delete", 1 })), "spec"},
+		{"replace without old", getPlan, editJSON(t, withStatus(plan, 200), change("environment_settings", func(c map[string]any) {
+			delete(c["diff"].([]any)[0].(map[string]any), "old")
+		})), "old"},
+		{"remove without old", getPlan, editJSON(t, withStatus(plan, 200), change("environment_settings", func(c map[string]any) {
+			op := c["diff"].([]any)[0].(map[string]any)
+			op["op"] = "remove"
+			delete(op, "old")
+			delete(op, "value")
+		})), "old"},
+		{"add with old", getPlan, editJSON(t, withStatus(plan, 200), change("api", func(c map[string]any) {
+			c["diff"].([]any)[0].(map[string]any)["old"] = nil
+		})), "old"},
 		{"undocumented status", getPlan, withStatus(plan, http.StatusTeapot), "status is not supported"},
 		{"no Request-Id", getPlan, withoutHeader(withStatus(plan, 200), "Request-Id"), "Request-Id"},
 		{"no Cache-Control", getPlan, withoutHeader(withStatus(plan, 200), "Cache-Control"), "Cache-Control"},

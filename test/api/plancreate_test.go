@@ -439,7 +439,7 @@ func TestPlanOfExampleDocument(t *testing.T) {
 	  "types": ["api", "application", "connection", "environment_settings"], "referencing_types": [],
 	  "changes": [
 	    {"kind": "connection", "key": "legacy", "action": "delete", "base_version": 1, "spec": null,
-	     "diff": [{"op": "remove", "path": ""}], "requires_secret": false, "resource_id": "`+legacyID+`"},
+	     "diff": [{"op": "remove", "path": "", "old": `+legacySpec+`}], "requires_secret": false, "resource_id": "`+legacyID+`"},
 	    {"kind": "api", "key": "orders", "action": "create", "base_version": null, "spec": `+ordersSpec+`,
 	     "diff": [{"op": "add", "path": "", "value": `+ordersSpec+`}], "requires_secret": false},
 	    {"kind": "connection", "key": "acme-sso", "action": "create", "base_version": null, "spec": `+acmeSpec+`,
@@ -451,7 +451,7 @@ func TestPlanOfExampleDocument(t *testing.T) {
 	     "diff": [{"op": "add", "path": "", "value": `+portalSpec+`}], "requires_secret": false},
 	    {"kind": "environment_settings", "key": "default", "action": "update", "base_version": 1,
 	     "spec": {"default_locale": "en", "display_name": "Shop", "session_lifetime_hours": 72},
-	     "diff": [{"op": "replace", "path": "/session_lifetime_hours", "value": 72}], "requires_secret": false}
+	     "diff": [{"op": "replace", "path": "/session_lifetime_hours", "old": 168, "value": 72}], "requires_secret": false}
 	  ],
 	  "warnings": [{"code": "deletion_requires_confirmation", "target": "connection/legacy", "pointer": "/changes/0", "detail": "…"}],
 	  "required_secrets": ["KEENAUTH_CONNECTION_ACME_SSO_CLIENT_SECRET"],
