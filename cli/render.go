@@ -49,6 +49,7 @@ func (c change) ref() string { return c.Kind + "/" + c.Key }
 type diffOp struct {
 	Op    string          `json:"op"`
 	Path  string          `json:"path"`
+	Old   json.RawMessage `json:"old"` // absent (nil) from plans stored before the API wrote it
 	Value json.RawMessage `json:"value"`
 }
 
@@ -145,7 +146,7 @@ func renderChanges(w io.Writer, p palette, changes []change, showUnchanged bool)
 			line += "  " + p.dim("("+strings.Join(notes, ", ")+")")
 		}
 		fmt.Fprintln(w, line)
-		if c.Action == "create" || c.Action == "update" {
+		if c.Action == "create" || c.Action == "update" || c.Action == "delete" {
 			for _, l := range diffLines(c.Diff) {
 				fmt.Fprintln(w, "      "+colourDiffLine(p, l))
 			}
@@ -189,9 +190,13 @@ func padRight(s string, n int) string {
 }
 
 // diffLines renders diff operations readably: "+ path: value" for an add,
-// "- path" for a remove, "~ path: value" for a replace. An added object is
-// spelled out member by member, so a created resource reads as a list of
-// its fields; lists and scalars are written as compact JSON.
+// "- path: old" for a remove, "~ path: old → new" for a replace. An added or
+// removed object is spelled out member by member, so a created resource
+// reads as a list of its fields and a deleted one as the fields it had; an
+// element of a list (a path ending in an index) is one line, whatever it
+// holds, as are lists and scalars, written as compact JSON. An op without
+// old (from a plan stored before the API recorded it) reads "- path" and
+// "~ path: new".
 func diffLines(ops []diffOp) []string {
 	var out []string
 	for _, op := range ops {
@@ -202,9 +207,19 @@ func diffLines(ops []diffOp) []string {
 				out = append(out, "+ "+l)
 			}
 		case "remove":
-			out = append(out, "- "+readablePath(tokens))
+			if op.Old == nil {
+				out = append(out, "- "+readablePath(tokens))
+				continue
+			}
+			for _, l := range leaves(tokens, op.Old) {
+				out = append(out, "- "+l)
+			}
 		case "replace":
-			out = append(out, "~ "+readablePath(tokens)+": "+compact(op.Value))
+			l := "~ " + readablePath(tokens) + ": "
+			if op.Old != nil {
+				l += compact(op.Old) + " → "
+			}
+			out = append(out, l+compact(op.Value))
 		default:
 			out = append(out, "? "+op.Op+" "+readablePath(tokens)+": "+compact(op.Value))
 		}
@@ -213,10 +228,11 @@ func diffLines(ops []diffOp) []string {
 }
 
 // leaves spells out value at path: one "path: value" line per member of
-// an object (recursively), one line for anything else.
+// an object (recursively), one line for anything else and for an element
+// of a list.
 func leaves(tokens []string, value json.RawMessage) []string {
 	var obj map[string]json.RawMessage
-	if v := bytes.TrimSpace(value); len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &obj) == nil && len(obj) > 0 {
+	if v := bytes.TrimSpace(value); len(v) > 0 && v[0] == '{' && !endsAtIndex(tokens) && json.Unmarshal(v, &obj) == nil && len(obj) > 0 {
 		keys := make([]string, 0, len(obj))
 		for k := range obj {
 			keys = append(keys, k)
@@ -229,6 +245,15 @@ func leaves(tokens []string, value json.RawMessage) []string {
 		return out
 	}
 	return []string{readablePath(tokens) + ": " + compact(value)}
+}
+
+// endsAtIndex reports a path to an element of a list.
+func endsAtIndex(tokens []string) bool {
+	if len(tokens) == 0 {
+		return false
+	}
+	_, err := strconv.Atoi(tokens[len(tokens)-1])
+	return err == nil
 }
 
 // pointerTokens splits an RFC 6901 JSON pointer into unescaped tokens.

@@ -12,12 +12,24 @@ func TestDiffLinesAreReadable(t *testing.T) {
 	t.Parallel()
 	ops := []diffOp{
 		{Op: "add", Path: "", Value: json.RawMessage(`{"type":"social","social":{"provider":"github","use_own_credentials":false},"empty":{},"list":[1,{"b":2,"a":1}]}`)},
-		{Op: "remove", Path: "/idle_session_lifetime_hours"},
-		{Op: "replace", Path: "/session_lifetime_hours", Value: json.RawMessage(`72`)},
-		{Op: "replace", Path: "/callback_urls/0", Value: json.RawMessage(`"https://a.example/cb"`)},
+		{Op: "remove", Path: "/idle_session_lifetime_hours", Old: json.RawMessage(`24`)},
+		{Op: "replace", Path: "/session_lifetime_hours", Old: json.RawMessage(`168`), Value: json.RawMessage(`72`)},
+		{Op: "replace", Path: "/mfa", Old: json.RawMessage(`"optional"`), Value: json.RawMessage(`"required"`)},
+		{Op: "replace", Path: "/oidc", Old: json.RawMessage(`null`), Value: json.RawMessage(`{"scopes":["openid"],"issuer":"https://i.example"}`)},
+		{Op: "remove", Path: "/connections/1", Old: json.RawMessage(`"legacy"`)},
+		{Op: "add", Path: "/connections/2", Value: json.RawMessage(`"github"`)},
+		{Op: "remove", Path: "/scopes/0", Old: json.RawMessage(`{"value":"a","description":"A"}`)},
+		{Op: "replace", Path: "/scopes/1/description", Old: json.RawMessage(`"B"`), Value: json.RawMessage(`"Bee"`)},
+		{Op: "add", Path: "/scopes/2", Value: json.RawMessage(`{"value":"c"}`)},
+		{Op: "replace", Path: "/callback_urls", Old: json.RawMessage(`["https://a.example/cb","https://b.example/cb"]`),
+			Value: json.RawMessage(`["https://b.example/cb","https://a.example/cb"]`)},
 		{Op: "add", Path: "/oidc", Value: json.RawMessage(`{"issuer":"https://idp.example","scopes":["openid"]}`)},
+		{Op: "remove", Path: "/social", Old: json.RawMessage(`{"provider":"github","use_own_credentials":false}`)},
 		{Op: "add", Path: "/a~1b/c~0d", Value: json.RawMessage(`null`)},
-		{Op: "replace", Path: "/html", Value: json.RawMessage(`"<b>&"`)},
+		{Op: "replace", Path: "/html", Old: json.RawMessage(`"&"`), Value: json.RawMessage(`"<b>&"`)},
+		// A plan stored before the API wrote old.
+		{Op: "remove", Path: "/description"},
+		{Op: "replace", Path: "/display_name", Value: json.RawMessage(`"Shop"`)},
 	}
 	want := []string{
 		"+ empty: {}",
@@ -25,16 +37,53 @@ func TestDiffLinesAreReadable(t *testing.T) {
 		`+ social.provider: "github"`,
 		"+ social.use_own_credentials: false",
 		`+ type: "social"`,
-		"- idle_session_lifetime_hours",
-		"~ session_lifetime_hours: 72",
-		`~ callback_urls[0]: "https://a.example/cb"`,
+		"- idle_session_lifetime_hours: 24",
+		"~ session_lifetime_hours: 168 → 72",
+		`~ mfa: "optional" → "required"`,
+		`~ oidc: null → {"issuer":"https://i.example","scopes":["openid"]}`,
+		`- connections[1]: "legacy"`,
+		`+ connections[2]: "github"`,
+		`- scopes[0]: {"description":"A","value":"a"}`,
+		`~ scopes[1].description: "B" → "Bee"`,
+		`+ scopes[2]: {"value":"c"}`,
+		`~ callback_urls: ["https://a.example/cb","https://b.example/cb"] → ["https://b.example/cb","https://a.example/cb"]`,
 		`+ oidc.issuer: "https://idp.example"`,
 		`+ oidc.scopes: ["openid"]`,
+		`- social.provider: "github"`,
+		"- social.use_own_credentials: false",
 		"+ a/b.c~d: null",
-		`~ html: "<b>&"`,
+		`~ html: "&" → "<b>&"`,
+		"- description",
+		`~ display_name: "Shop"`,
 	}
 	if diff := cmp.Diff(want, diffLines(ops)); diff != "" {
 		t.Errorf("diffLines (-want +got):\n%s", diff)
+	}
+}
+
+// TestADeletedResourceShowsItsOldSpec reads a delete as the API writes it
+// (old is the whole spec) and a null old as null, not as a missing one.
+func TestADeletedResourceShowsItsOldSpec(t *testing.T) {
+	t.Parallel()
+	var changes []change
+	if err := json.Unmarshal([]byte(`[
+	  {"kind":"connection","key":"legacy","action":"delete","base_version":4,"spec":null,"resource_id":"con_1",
+	   "diff":[{"op":"remove","path":"","old":{"type":"database","active":true,"database":{"requires_username":false}}}]},
+	  {"kind":"connection","key":"acme","action":"update","base_version":2,
+	   "diff":[{"op":"replace","path":"/oidc","old":null,"value":{"client_id":"c"}}]}]`), &changes); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	renderChanges(&b, palette{}, changes, false)
+	want := `  - delete  connection/legacy  (con_1, version 4)
+      - active: true
+      - database.requires_username: false
+      - type: "database"
+  ~ update  connection/acme  (version 2)
+      ~ oidc: null → {"client_id":"c"}
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("renderChanges (-want +got):\n%s", diff)
 	}
 }
 
