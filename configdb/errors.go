@@ -1,11 +1,9 @@
 package configdb
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
@@ -44,7 +42,8 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w: %w", ErrUnstorableText, err)
 		case "40001", "40P01":
 			return fmt.Errorf("%w: %w", errRetry, err)
-		case "57P01", "57P02", "57P03", "53300", "08000", "08003", "08006", "08001", "08004":
+		}
+		if lostSQLState(pe.Code) {
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err
@@ -52,18 +51,10 @@ func interpretError(err error) error {
 	if e := interpretSQLite(err); e != nil {
 		return e
 	}
-	var ne net.Error
-	var oe *net.OpError
-	if errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, sql.ErrConnDone) || pgconn.Timeout(err) || isConnectError(err) {
+	if connectionLost(err) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
-}
-
-func isConnectError(err error) bool {
-	var ce *pgconn.ConnectError
-	return errors.As(err, &ce)
 }
 
 // interpretErrorKeep translates the error of a transaction: an error
