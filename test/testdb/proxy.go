@@ -1,34 +1,49 @@
 package testdb
 
 import (
+	"bytes"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
 )
 
-// Proxy forwards TCP connections to the test Redis, so that a test can make
-// Redis slow (every chunk of its answers held for a delay; requests pass at
-// once, so the commands do run) or unreachable (every connection closed,
-// new ones dropped) while the real Redis stays up for everyone else.
+// Proxy forwards TCP connections to a test server (Redis, PostgreSQL), so
+// that a test can make it slow (every chunk of its answers held for a
+// delay; requests pass at once, so the commands do run), unreachable (every
+// connection closed, new ones dropped), or lose connections at precise
+// moments, while the real server stays up for everyone else.
 type Proxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	down  bool
-	delay time.Duration
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	delay  time.Duration
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+	// cut, when set, is the client message that cuts its connection (once).
+	cut       []byte
+	cutBefore bool
+	cuts      int
 }
 
 // StartProxy starts a proxy to the test Redis that delays Redis's answers by
 // delay; it stops when t ends.
 func StartProxy(t testing.TB, delay time.Duration) *Proxy {
 	t.Helper()
+	return StartProxyTo(t, RedisAddr(), delay)
+}
+
+// StartProxyTo starts a proxy to target (host:port) that delays the
+// target's answers by delay; it stops when t ends.
+func StartProxyTo(t testing.TB, target string, delay time.Duration) *Proxy {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, delay: delay, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, delay: delay, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(func() {
@@ -55,7 +70,7 @@ func (p *Proxy) serve() {
 			_ = c.Close()
 			continue
 		}
-		up, err := net.Dial("tcp", RedisAddr())
+		up, err := net.Dial("tcp", p.target)
 		if err != nil {
 			p.mu.Unlock()
 			_ = c.Close()
@@ -65,22 +80,43 @@ func (p *Proxy) serve() {
 		delay := p.delay
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.pipe(up, c, 0)
-		go p.pipe(c, up, delay)
+		go p.pipe(up, c, 0, c)
+		go p.pipe(c, up, delay, nil)
 	}
 }
 
-// pipe copies src to dst, holding each chunk for delay.
-func (p *Proxy) pipe(dst, src net.Conn, delay time.Duration) {
+// pipe copies src to dst, holding each chunk for delay. client is src when
+// it is the client's side, whose messages may cut the connection.
+func (p *Proxy) pipe(dst, src net.Conn, delay time.Duration, client net.Conn) {
 	defer p.wg.Done()
-	defer dst.Close()
+	keepDst := false
+	defer func() {
+		if !keepDst {
+			_ = dst.Close()
+		}
+	}()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			time.Sleep(delay)
+			cut, before := false, false
+			if client != nil {
+				cut, before = p.cutting(buf[:n])
+			}
+			if cut && before {
+				return
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+			if cut {
+				// The message reached the server; its answer will not reach
+				// the client. The server's side stays open until the answer
+				// comes (the other pipe closes it then): closed now, the
+				// server could see the reset before it read the message.
+				keepDst = true
 				return
 			}
 		}
@@ -90,6 +126,19 @@ func (p *Proxy) pipe(dst, src net.Conn, delay time.Duration) {
 	}
 }
 
+// cutting reports whether chunk holds the message armed by CutOn, and
+// disarms it.
+func (p *Proxy) cutting(chunk []byte) (cut, before bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut == nil || !bytes.Contains(chunk, p.cut) {
+		return false, false
+	}
+	p.cut = nil
+	p.cuts++
+	return true, p.cutBefore
+}
+
 // SetDown takes the proxy down (every connection closed, new ones dropped)
 // or brings it back.
 func (p *Proxy) SetDown(down bool) {
@@ -97,9 +146,61 @@ func (p *Proxy) SetDown(down bool) {
 	defer p.mu.Unlock()
 	p.down = down
 	if down {
-		for c := range p.conns {
-			_ = c.Close()
-		}
-		clear(p.conns)
+		p.closeAll()
 	}
+}
+
+// Cut closes every open connection; new ones are accepted as before.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closeAll()
+}
+
+func (p *Proxy) closeAll() {
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+}
+
+// CutOn arms a cut: the next chunk a client sends that holds msg closes
+// that client's connection, either before msg is forwarded (the server
+// never sees it) or just after (the server runs it; its answer is lost).
+func (p *Proxy) CutOn(msg []byte, before bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut, p.cutBefore = msg, before
+}
+
+// Cuts is the number of armed cuts that happened.
+func (p *Proxy) Cuts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cuts
+}
+
+// CommitMessage is how pgx sends COMMIT: a simple-protocol query.
+var CommitMessage = []byte("commit\x00")
+
+// Through returns d reached through a proxy to PostgreSQL that t owns: the
+// same database, a handle of its own (closed when t ends).
+func (d *Database) Through(t testing.TB, delay time.Duration) (*Database, *Proxy) {
+	t.Helper()
+	u, err := url.Parse(d.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := StartProxyTo(t, u.Host, delay)
+	u.Host = p.Addr()
+	pd := &Database{Name: d.Name, URL: u.String()}
+	if pd.DB, err = Open(pd.URL); err != nil {
+		t.Fatalf("testdb: open %s through a proxy: %v", d.Name, err)
+	}
+	t.Cleanup(func() {
+		if s, err := pd.DB.DB(); err == nil {
+			s.Close()
+		}
+	})
+	return pd, p
 }
