@@ -67,11 +67,16 @@ type Reader struct {
 func (r Reader) q(ctx context.Context) *gorm.DB { return r.g.WithContext(ctx) }
 
 // InTx runs fn in a transaction at the given isolation level, retrying it
-// on serialization failures and deadlocks (bounded, with a short backoff).
-// It is the only way a transaction is opened.
+// (bounded, with a short backoff) on serialization failures and deadlocks,
+// and on a lost connection before COMMIT was sent: nothing was committed,
+// and the next attempt takes a fresh connection. A connection lost while
+// COMMIT was in flight is not retried: the transaction may have committed,
+// and the error is ErrCommitUnknown (and ErrUnavailable) for the caller to
+// resolve. It is the only way a transaction is opened.
 func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
+		committing := false
 		err = d.g.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 			tx := &Tx{Reader: Reader{g: g, sqlite: d.sqlite}, Now: d.now()}
 			if attempt > 1 && d.sqlite {
@@ -79,10 +84,20 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 					return err
 				}
 			}
-			return fn(tx)
+			if err := fn(tx); err != nil {
+				return err
+			}
+			committing = true
+			return nil
 		}, &sql.TxOptions{Isolation: iso})
+		// pgx may call a COMMIT that it wrote "safe to retry" when the
+		// connection breaks before its answer: only a read can tell.
+		if err != nil && committing && connectionLost(err) {
+			return fmt.Errorf("%w: %w: %w", ErrCommitUnknown, ErrUnavailable, err)
+		}
 		err = interpretErrorKeep(err)
-		if !errors.Is(err, errRetry) {
+		lost := errors.Is(err, ErrUnavailable) && ctx.Err() == nil
+		if !errors.Is(err, errRetry) && !lost {
 			return err
 		}
 		if attempt >= d.opts.MaxTxAttempts {

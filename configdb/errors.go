@@ -19,6 +19,9 @@ var (
 	// The service refuses it when it reads a body; this is the net behind
 	// that.
 	ErrUnstorableText = errors.New("the request holds text that cannot be stored (a NUL character)")
+	// ErrCommitUnknown: the connection was lost while COMMIT was in flight,
+	// so the transaction may or may not have committed.
+	ErrCommitUnknown = errors.New("commit outcome unknown")
 	// errRetry: a serialization failure or deadlock; the transaction is run again.
 	errRetry = errors.New("serialization failure")
 )

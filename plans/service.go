@@ -16,6 +16,9 @@ var (
 	ErrNotFound = configdb.ErrNotFound
 	// ErrUnavailable: the database cannot be reached or timed out.
 	ErrUnavailable = configdb.ErrUnavailable
+	// ErrCommitUnknown: the connection was lost while COMMIT was in flight,
+	// so the transaction may or may not have committed.
+	ErrCommitUnknown = configdb.ErrCommitUnknown
 )
 
 // Clock returns the current time; tests inject their own.

@@ -1,0 +1,142 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/test/apitest"
+	"github.com/keenauth/configplans/test/testdb"
+)
+
+// dbfSetup starts the API over a PostgreSQL database reached through a
+// proxy that the test cuts; direct reads the same database around it.
+// arm, when set, runs inside each apply transaction just before its writes.
+func dbfSetup(t *testing.T, arm func(p *testdb.Proxy)) (e *apitest.Env, p *testdb.Proxy, direct *gorm.DB) {
+	t.Helper()
+	if apitest.Embedded() {
+		t.Skip("needs PostgreSQL/Redis: cuts the connections to PostgreSQL")
+	}
+	d := testdb.New(t)
+	proxied, p := d.Through(t, 0)
+	var hooks plans.Hooks
+	if arm != nil {
+		hooks.BeforeApplyWrite = func(*gorm.DB) error { arm(p); return nil }
+	}
+	e = apitest.Setup(t, apitest.Options{Database: proxied, Hooks: hooks})
+	return e, p, d.DB
+}
+
+// dbfWant503 fails t unless r is 503 service_unavailable with Retry-After.
+func dbfWant503(t *testing.T, what string, r *apitest.Response) {
+	t.Helper()
+	if r.Status != http.StatusServiceUnavailable || r.Code() != "service_unavailable" ||
+		r.Header.Get("Retry-After") == "" || r.JSON()["retry_after"] == nil {
+		t.Errorf("%s: %d %q Retry-After %q, want 503 service_unavailable with Retry-After: %s",
+			what, r.Status, r.Code(), r.Header.Get("Retry-After"), r.Body)
+	}
+}
+
+// dbfApplied fails t unless the plan is applied, with one revision and one
+// config.applied entry, and the API it creates exists.
+func dbfApplied(t *testing.T, db *gorm.DB, planID, api string) {
+	t.Helper()
+	if n := idemCount(t, db, "SELECT count(*) FROM config_plans WHERE id = ? AND status = 'applied'", planID); n != 1 {
+		t.Errorf("plan %s is not applied", planID)
+	}
+	if n := idemCount(t, db, "SELECT count(*) FROM config_revisions WHERE plan_id = ?", planID); n != 1 {
+		t.Errorf("%d revisions, want 1", n)
+	}
+	if n := idemCount(t, db, "SELECT count(*) FROM management_logs WHERE plan_id = ? AND type = 'config.applied'", planID); n != 1 {
+		t.Errorf("%d config.applied entries, want 1", n)
+	}
+	if n := idemCount(t, db, "SELECT count(*) FROM resources WHERE kind = 'api' AND key = ?", api); n != 1 {
+		t.Errorf("%d apis %q, want 1", n, api)
+	}
+}
+
+func TestDatabaseDown503WithRetryAfterOnEveryEndpoint(t *testing.T) {
+	t.Parallel()
+	e, proxy, direct := dbfSetup(t, nil)
+	id := e.Plan(idemDoc("orders"), false)["id"].(string)
+	proxy.SetDown(true)
+
+	for _, r := range []apitest.Request{
+		{Method: "GET", Path: "/v1/config-plans/" + id},
+		{Method: "GET", Path: "/v1/config-plans"},
+		{Method: "GET", Path: "/v1/config"},
+		{Method: "GET", Path: "/v1/config-revisions"},
+		{Method: "GET", Path: "/v1/management-logs"},
+		{Method: "POST", Path: "/v1/config-plans", Body: idemPlanBody("other")},
+		{Method: "POST", Path: idemApplyPath(id), Body: "{}"},
+		{Method: "POST", Path: "/v1/connections/nowhere:test"},
+	} {
+		dbfWant503(t, r.Method+" "+r.Path, e.Do(r))
+	}
+	if !strings.Contains(e.Logs.String(), `"msg":"service unavailable"`) {
+		t.Errorf("the cause of a 503 is not logged:\n%s", e.Logs.String())
+	}
+	if n := idemCount(t, direct, "SELECT count(*) FROM resources WHERE kind = 'api'"); n != 0 {
+		t.Errorf("%d apis written while the database was down", n)
+	}
+
+	proxy.SetDown(false)
+	e.Apply(id, "{}")
+	dbfApplied(t, direct, id, "orders")
+}
+
+// TestDatabaseLostMidApply503ThenTheLeaseFreesThePlan: the database goes
+// away inside the apply's transaction and stays away; the client gets 503,
+// nothing is written, and once the lease has passed the plan applies.
+func TestDatabaseLostMidApply503ThenTheLeaseFreesThePlan(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	e, proxy, direct := dbfSetup(t, func(p *testdb.Proxy) {
+		if !down.Swap(true) {
+			p.SetDown(true)
+		}
+	})
+	id := e.Plan(idemDoc("orders"), false)["id"].(string)
+	dbfWant503(t, "apply", idemPost(e, idemApplyPath(id), "{}", ""))
+	if n := idemCount(t, direct, "SELECT count(*) FROM resources WHERE kind = 'api'"); n != 0 {
+		t.Errorf("%d apis written by a failed apply", n)
+	}
+	proxy.SetDown(false)
+	e.Clock.Advance(2 * plans.DefaultConfig().ApplyLease)
+	e.Apply(id, "{}")
+	dbfApplied(t, direct, id, "orders")
+}
+
+// TestDatabaseCutBeforeCommitIsRetriedUnseen: every connection is cut
+// inside the apply's transaction, and the next plan creation loses its
+// connection as it inserts the plan; each transaction runs again on a
+// fresh connection and the client sees only its success.
+func TestDatabaseCutBeforeCommitIsRetriedUnseen(t *testing.T) {
+	t.Parallel()
+	var cut atomic.Bool
+	e, proxy, direct := dbfSetup(t, func(p *testdb.Proxy) {
+		if !cut.Swap(true) {
+			p.Cut()
+		}
+	})
+	id := e.Plan(idemDoc("orders"), false)["id"].(string)
+	e.Apply(id, "{}")
+	dbfApplied(t, direct, id, "orders")
+
+	proxy.Cut()
+	proxy.CutOn([]byte(`INSERT INTO "config_plans"`), true)
+	r := e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans", Body: idemPlanBody("payments")})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("plan creation: %d %s", r.Status, r.Body)
+	}
+	if proxy.Cuts() != 1 {
+		t.Fatalf("%d cuts, want the one armed", proxy.Cuts())
+	}
+	if n := idemCount(t, direct, "SELECT count(*) FROM config_plans"); n != 2 {
+		t.Errorf("%d plans, want 2", n)
+	}
+}
