@@ -30,3 +30,11 @@ func (r Reader) ListLogs(ctx context.Context, f LogFilter) ([]LogRow, error) {
 	}
 	return rows, nil
 }
+
+// HasLog reports whether the management log holds the entry id: an
+// apply's config.applied entry exists once its transaction committed.
+func (r Reader) HasLog(ctx context.Context, envID, id string) (bool, error) {
+	var n int64
+	err := r.q(ctx).Model(&LogRow{}).Where("environment_id = ? AND id = ?", envID, id).Count(&n).Error
+	return n > 0, interpretError(err)
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"gorm.io/gorm/clause"
 )
 
 // Stored plan statuses. An applying plan whose lease has passed, and a
@@ -270,4 +272,25 @@ func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time
 	events = int(r.RowsAffected)
 	r = tx.q(ctx).Exec("DELETE FROM config_plans WHERE environment_id = ? AND id IN ?", envID, ids)
 	return int(r.RowsAffected), events, r.Error
+}
+
+// SettledClaim reports whether the plan is applying under token, read once
+// the transaction that last held the plan's row has ended: after a
+// connection was lost with its COMMIT in flight, the server may still be
+// committing that transaction (it received COMMIT) or about to roll it
+// back (it finds the connection gone), and until then it holds the plan's
+// row, which every claim and apply updates. A shared lock waits for that
+// end; its row is the outcome. (SQLite has one writer and no row locks:
+// its row is the outcome already.)
+func (r Reader) SettledClaim(ctx context.Context, k PlanKey, token string) (bool, error) {
+	var row PlanRow
+	q, env, id := k.where()
+	g := r.q(ctx)
+	if !r.sqlite {
+		g = g.Clauses(clause.Locking{Strength: "SHARE"})
+	}
+	if err := g.Select("status", "lease_token").Where(q, env, id).Take(&row).Error; err != nil {
+		return false, interpretError(err)
+	}
+	return row.Status == applying && row.LeaseToken == token, nil
 }

@@ -179,12 +179,21 @@ func (s *Service) claimAndApply(ctx context.Context, a Actor, p *Plan, req *Appl
 	}()
 	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
 	defer cancel()
-	var out *applied
-	err := s.db.InTx(applyCtx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-		var err error
-		out, err = s.applyTx(applyCtx, tx, a, p, opt, token)
-		return err
-	})
+	run := func() (out *applied, err error) {
+		err = s.db.InTx(applyCtx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
+			var err error
+			out, err = s.applyTx(applyCtx, tx, a, p, opt, token)
+			return err
+		})
+		return out, err
+	}
+	out, err := run()
+	if errors.Is(err, ErrCommitUnknown) {
+		var known bool
+		if out, known, err = s.resolveApplyCommit(ctx, p, token, out, err, run); !known {
+			return ApplyResult{}, err
+		}
+	}
 	if err != nil {
 		return ApplyResult{}, s.failedApply(ctx, a, p, token, err)
 	}
@@ -309,6 +318,9 @@ func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprin
 		}
 		return recordEvent(ctx, tx, a, p.ID, "apply_started", nil)
 	})
+	if errors.Is(err, ErrCommitUnknown) {
+		return s.resolveClaimCommit(ctx, p, token, err)
+	}
 	if err != nil {
 		return err
 	}

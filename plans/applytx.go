@@ -20,6 +20,9 @@ type applied struct {
 	material   bool
 	connIDs    map[string]string // connection key → id, for the material writes
 	revisionID *string
+	// logID is the config.applied entry's: it exists once the transaction
+	// has committed.
+	logID string
 	// plan is the plan as the transaction left it, when it is applied (no
 	// OIDC material to write): the answer, without reading it back.
 	plan *Plan
@@ -59,7 +62,9 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	if err := s.recordRevision(ctx, tx, a, p, rev, out); err != nil {
 		return nil, err
 	}
-	if err := tx.RecordLogs(ctx, applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID)); err != nil {
+	logs := applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID)
+	out.logID = logs[0].ID
+	if err := tx.RecordLogs(ctx, logs); err != nil {
 		return nil, err
 	}
 	return out, s.recordApplied(ctx, tx, a, p, opt, rev.counts, token, out)

@@ -140,3 +140,41 @@ func TestDatabaseCutBeforeCommitIsRetriedUnseen(t *testing.T) {
 		t.Errorf("%d plans, want 2", n)
 	}
 }
+
+// TestDatabaseCutAroundCommitAnswersTheOutcome: the apply's connection is
+// lost with its COMMIT in flight. Cut after the server received COMMIT, the
+// apply committed: the client gets 200 with the applied plan, and a retry
+// with its Idempotency-Key replays it. Cut before, nothing committed: the
+// transaction runs again and applies once.
+func TestDatabaseCutAroundCommitAnswersTheOutcome(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		before bool
+	}{{"after", false}, {"before", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var armed atomic.Bool
+			e, proxy, direct := dbfSetup(t, func(p *testdb.Proxy) {
+				if !armed.Swap(true) {
+					p.CutOn(testdb.CommitMessage, c.before)
+				}
+			})
+			id := e.Plan(idemDoc("orders"), false)["id"].(string)
+			r := idemPost(e, idemApplyPath(id), "{}", "commit-"+c.name)
+			idemFresh(t, r, http.StatusOK)
+			if body := r.JSON(); body["status"] != "applied" || body["revision_id"] == nil {
+				t.Fatalf("answer: %s", r.Body)
+			}
+			if proxy.Cuts() != 1 {
+				t.Fatalf("%d cuts, want the one armed", proxy.Cuts())
+			}
+			dbfApplied(t, direct, id, "orders")
+			if !c.before && !strings.Contains(e.Logs.String(), "the apply had committed") {
+				t.Errorf("the resolution is not logged:\n%s", e.Logs.String())
+			}
+			again := idemPost(e, idemApplyPath(id), "{}", "commit-"+c.name)
+			idemReplay(t, again, r)
+		})
+	}
+}
