@@ -16,7 +16,7 @@ import (
 func evictionWarnings(t *testing.T, n *node) []string {
 	t.Helper()
 	var out []string
-	for _, l := range n.logLines() {
+	for _, l := range n.LogLines() {
 		if strings.Contains(l.Msg, "maxmemory-policy can evict") {
 			if l.Level != "WARN" {
 				t.Errorf("eviction warning at level %q", l.Level)

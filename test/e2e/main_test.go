@@ -7,16 +7,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/keenauth/configplans/test/procs"
 	"github.com/keenauth/configplans/test/testdb"
 )
 
@@ -29,10 +26,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "keenauthd")
-	build := exec.Command("go", "build", "-o", binary, "github.com/keenauth/configplans/cmd/keenauthd")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	binary, err = procs.BuildKeenauthd(dir)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "build keenauthd:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
@@ -55,38 +50,14 @@ type cluster struct {
 }
 
 // node is one keenauthd serve process.
-type node struct {
-	URL    string
-	stdout *syncBuffer
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// Logs returns what the process logged so far.
-func (n *node) Logs() string { return n.logs.String() }
+type node = procs.Node
 
 // newCluster prepares a database as an operator would (migrate, env
 // create, key create) and starts n serve processes on it. extra adds
 // KEENAUTHD_* variables.
 func newCluster(t *testing.T, n int, extra ...string) *cluster {
 	t.Helper()
-	rs := startRedis(t)
+	rs := procs.StartRedis(t)
 	c := &cluster{t: t, DB: testdb.New(t), Redis: rs.Client(t)}
 	c.env = append([]string{
 		"KEENAUTHD_DATABASE_URL=" + c.DB.URL,
@@ -114,15 +85,7 @@ func newCluster(t *testing.T, n int, extra ...string) *cluster {
 // command runs a one-shot keenauthd command and returns its standard output.
 func (c *cluster) command(args ...string) []byte {
 	c.t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = c.env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		c.t.Fatalf("keenauthd %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out
+	return procs.Command(c.t, binary, c.env, args...)
 }
 
 func (c *cluster) decode(b []byte, v any) {
@@ -133,88 +96,10 @@ func (c *cluster) decode(b []byte, v any) {
 }
 
 // start runs keenauthd serve until the test ends, and waits until it
-// listens and has logged so: every line it logs at start-up is in Logs
-// then. Each output is read by its own copying goroutine, so the "listening
-// on" of stdout may be seen before the lines logged before it to stderr;
-// both are polled with a deadline.
+// listens and has logged so.
 func (c *cluster) start() *node {
 	c.t.Helper()
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = c.env
-	n := &node{stdout: &syncBuffer{}, logs: &syncBuffer{}}
-	cmd.Stdout, cmd.Stderr = n.stdout, n.logs
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("start keenauthd serve: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	c.t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	var addr string
-	n.waitFor(c.t, exited, "keenauthd serve to print its address", func() bool {
-		for _, line := range strings.Split(n.stdout.String(), "\n") {
-			if a, ok := strings.CutPrefix(line, "listening on "); ok {
-				addr = a
-				return true
-			}
-		}
-		return false
-	})
-	n.URL = "http://" + addr
-	n.waitFor(c.t, exited, "keenauthd serve to log that it listens", func() bool {
-		return slices.ContainsFunc(n.logLines(), func(l logLine) bool { return l.Msg == "keenauthd listening" })
-	})
-	return n
-}
-
-// waitFor polls cond until it holds, failing t when the process exits
-// first or after 30 s.
-func (n *node) waitFor(t *testing.T, exited <-chan struct{}, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		select {
-		case <-exited:
-			if cond() {
-				return
-			}
-			t.Fatalf("keenauthd serve exited while waiting for %s; stdout:\n%s\nlogs:\n%s", what, n.stdout.String(), n.Logs())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; stdout:\n%s\nlogs:\n%s", what, n.stdout.String(), n.Logs())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// logLine is one JSON line of a process's logs.
-type logLine struct {
-	Level  string `json:"level"`
-	Msg    string `json:"msg"`
-	Policy string `json:"policy"`
-}
-
-// logLines decodes the complete lines logged so far; others are skipped.
-func (n *node) logLines() []logLine {
-	var out []logLine
-	for _, raw := range strings.Split(n.Logs(), "\n") {
-		var l logLine
-		if json.Unmarshal([]byte(raw), &l) == nil {
-			out = append(out, l)
-		}
-	}
-	return out
+	return procs.Serve(c.t, binary, c.env)
 }
 
 // answer is an HTTP answer.

@@ -12,7 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/keenauth/configplans/test/procs"
 )
 
 // walkthrough returns the shell lines of the README's curl walkthrough: the
@@ -60,30 +61,10 @@ func TestREADMEWalkthroughRunsAsWritten(t *testing.T) {
 	}
 
 	// keenauthd dev, as the first line starts it (on a free port).
-	cmd := exec.Command(binary, "dev", "--listen", "127.0.0.1:0", "--data", t.TempDir())
-	cmd.Env = append(os.Environ(), "KEENAUTHD_SHUTDOWN_TIMEOUT=5s")
-	n := &node{stdout: &syncBuffer{}, logs: &syncBuffer{}}
-	cmd.Stdout, cmd.Stderr = n.stdout, n.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start keenauthd dev: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	n := procs.Start(t, binary, append(os.Environ(), "KEENAUTHD_SHUTDOWN_TIMEOUT=5s"), "dev", "--listen", "127.0.0.1:0", "--data", t.TempDir())
 	vars := map[string]string{}
-	n.waitFor(t, exited, "keenauthd dev's export lines", func() bool {
-		for _, m := range exportLine.FindAllStringSubmatch(n.stdout.String(), -1) {
+	n.WaitFor(t, "keenauthd dev's export lines", func() bool {
+		for _, m := range exportLine.FindAllStringSubmatch(n.Stdout(), -1) {
 			vars[m[1]] = m[2]
 		}
 		return len(vars) == 2
