@@ -26,6 +26,10 @@ type Proxy struct {
 	cut       []byte
 	cutBefore bool
 	cuts      int
+	// cutAfter, when positive, counts down the client chunks until the one
+	// whose connection is cut, before it is forwarded.
+	cutAfter int
+	chunks   int
 }
 
 // StartProxy starts a proxy to the test Redis that delays Redis's answers by
@@ -131,6 +135,13 @@ func (p *Proxy) pipe(dst, src net.Conn, delay time.Duration, client net.Conn) {
 func (p *Proxy) cutting(chunk []byte) (cut, before bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.chunks++
+	if p.cutAfter > 0 {
+		if p.cutAfter--; p.cutAfter == 0 {
+			p.cuts++
+			return true, true
+		}
+	}
 	if p.cut == nil || !bytes.Contains(chunk, p.cut) {
 		return false, false
 	}
@@ -164,13 +175,28 @@ func (p *Proxy) closeAll() {
 	clear(p.conns)
 }
 
-// CutOn arms a cut: the next chunk a client sends that holds msg closes
+// CutOn arms a cut (and disarms CutOnChunk): the next chunk a client sends that holds msg closes
 // that client's connection, either before msg is forwarded (the server
 // never sees it) or just after (the server runs it; its answer is lost).
 func (p *Proxy) CutOn(msg []byte, before bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut, p.cutBefore = msg, before
+	p.cut, p.cutBefore, p.cutAfter = msg, before, 0
+}
+
+// CutOnChunk arms a cut of the connection that carries the n-th chunk
+// clients send from now on (n ≥ 1), before it is forwarded; 0 disarms it.
+func (p *Proxy) CutOnChunk(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutAfter = n
+}
+
+// Chunks is the number of chunks clients have sent.
+func (p *Proxy) Chunks() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.chunks
 }
 
 // Cuts is the number of armed cuts that happened.
