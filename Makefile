@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 GO ?= go
 
-.PHONY: help run dev services pgbouncer test test-race lint bench build
+.PHONY: help run dev services pgbouncer test test-race lint bench build faults
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ test: services pgbouncer ## the test suite (race detector on) against the real P
 	KEENAUTH_TEST_PGBOUNCER=1 $(GO) test -race -count=1 -timeout 20m -run 'TestApply' ./test/api/...
 
 test-race: test ## same as test: the suite always runs with -race
+
+faults: services ## the fault suite against two keenauthd replicas, N faults (default 1000; SEED=… replays a run); prints the table
+	$(GO) test -count=1 -timeout 0 -v -run TestFaults ./test/faults/ -faults $(or $(N),1000) $(if $(SEED),-seed $(SEED))
 
 bench: services ## the benchmarks of docs/benchmarks.md against a keenauthd it starts (QUICK=1 for a smoke run); figures in bench.json
 	$(GO) run ./test/bench -out bench.json $(if $(QUICK),-quick)
