@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -21,20 +20,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "keenauthd-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = procs.BuildKeenauthd(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build keenauthd:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(procs.Main(m, &binary))
 }
 
 // cluster is a database, a redis-server of its own, an environment with an

@@ -33,20 +33,7 @@ var binary string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "keenauthd-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = procs.BuildKeenauthd(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build keenauthd:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(procs.Main(m, &binary))
 }
 
 // lease is the replicas' apply lease: short, so that a plan whose apply was

@@ -7,6 +7,7 @@ package procs
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,23 @@ func BuildKeenauthd(dir string) (string, error) {
 	build := exec.Command("go", "build", "-o", bin, "github.com/keenauth/configplans/cmd/keenauthd")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	return bin, build.Run()
+}
+
+// Main is the TestMain of a package whose tests run keenauthd: it builds the
+// binary into a temporary directory, sets *binary to its path, runs the
+// tests and removes the directory. It returns the code for os.Exit.
+func Main(m *testing.M, binary *string) int {
+	dir, err := os.MkdirTemp("", "keenauthd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *binary, err = BuildKeenauthd(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "build keenauthd:", err)
+		return 1
+	}
+	return m.Run()
 }
 
 // SyncBuffer is a goroutine-safe output sink.
