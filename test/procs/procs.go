@@ -13,9 +13,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/keenauth/configplans/test/apitest"
 )
 
 // BuildKeenauthd builds keenauthd into dir and returns its path.
@@ -43,24 +44,8 @@ func Main(m *testing.M, binary *string) int {
 	return m.Run()
 }
 
-// SyncBuffer is a goroutine-safe output sink.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns everything written.
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// SyncBuffer is a goroutine-safe output sink (the API harness's own).
+type SyncBuffer = apitest.SyncBuffer
 
 // Node is one keenauthd process.
 type Node struct {
