@@ -25,7 +25,7 @@ import (
 
 var (
 	seedFlag   = flag.Uint64("seed", 0, "replay the run of this seed (0: a new seed)")
-	faultsFlag = flag.Int("faults", 30, "how many faults to inject")
+	faultsFlag = flag.Int("faults", 60, "how many faults to inject")
 )
 
 // binary is keenauthd, built once by TestMain.
@@ -342,6 +342,7 @@ func TestFaults(t *testing.T) {
 	nodes := r.nodes
 	all := append([]*procs.Node(nil), nodes...) // every replica started, for their logs
 	flusher := r.rs.Client(t)
+	var restartErr atomic.Pointer[error]
 	alive := func() []*procs.Node {
 		mu.Lock()
 		defer mu.Unlock()
@@ -457,19 +458,29 @@ func TestFaults(t *testing.T) {
 			if !f.create(false) {
 				break
 			}
-			flush := rng.IntN(2) == 0
+			// The server's data flushed; the server killed and started
+			// again (empty, as it keeps nothing on disk); or every
+			// connection to it refused for a moment.
+			loss := rng.IntN(3)
 			delay := time.Duration(rng.IntN(int(20*time.Millisecond) + f.size*int(200*time.Microsecond)))
 			fired := make(chan struct{})
 			go func() {
+				defer close(fired)
 				time.Sleep(delay)
-				if flush {
+				switch loss {
+				case 0:
 					_ = flusher.FlushDB(context.Background()).Err()
-				} else {
+				case 1:
+					r.rs.Kill()
+					time.Sleep(300 * time.Millisecond)
+					if err := r.rs.Restart(); err != nil {
+						restartErr.Store(&err)
+					}
+				default:
 					r.redis.SetDown(true)
 					time.Sleep(300 * time.Millisecond)
 					r.redis.SetDown(false)
 				}
-				close(fired)
 			}()
 			ns := alive()
 			a := r.do(ns[rng.IntN(len(ns))], "POST", applyPath(), map[string]any{}, f.key)
@@ -480,6 +491,9 @@ func TestFaults(t *testing.T) {
 			default:
 			}
 			<-fired
+			if p := restartErr.Load(); p != nil {
+				t.Fatalf("fault %d: %v", i, *p)
+			}
 			f.verify(false)
 			// The retry, with the same key, after the loss.
 			f.settle()

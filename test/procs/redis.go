@@ -11,11 +11,11 @@ import (
 // RedisServer is a redis-server of one test (testdb.StartRedis): its
 // settings (an eviction policy) and its FLUSHDB concern no other test or
 // test process.
-type RedisServer struct{ Addr string }
+type RedisServer struct{ *testdb.RedisServer }
 
 // StartRedis runs a redis-server of t's own until t ends (see
 // testdb.StartRedis, which checks that the server answering is this one).
-func StartRedis(t testing.TB) *RedisServer { return &RedisServer{Addr: testdb.StartRedis(t)} }
+func StartRedis(t testing.TB) *RedisServer { return &RedisServer{testdb.StartRedisServer(t)} }
 
 // Client returns a client of database 0, closed when t ends.
 func (r *RedisServer) Client(t testing.TB) *redis.Client {

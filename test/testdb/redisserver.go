@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,24 @@ import (
 // again on another port.
 func StartRedis(t testing.TB, extra ...string) string {
 	t.Helper()
+	return StartRedisServer(t, extra...).Addr
+}
+
+// RedisServer is a redis-server of a test's own that the test may kill and
+// start again on the same address.
+type RedisServer struct {
+	Addr string
+	t    testing.TB
+	dir  string
+	path string
+	args []string
+	mu   sync.Mutex
+	p    *Process
+}
+
+// StartRedisServer starts a redis-server as StartRedis does and returns it.
+func StartRedisServer(t testing.TB, extra ...string) *RedisServer {
+	t.Helper()
 	server := RequireBinary(t, "redis-server", redisInstall)
 	dir := t.TempDir()
 	var last error
@@ -31,12 +50,39 @@ func StartRedis(t testing.TB, extra ...string) string {
 			"--dir", dir, "--daemonize", "no"}, extra...)
 		p := StartProcess(t, dir, server, args...)
 		if last = waitOwnRedis(addr, p); last == nil {
-			return addr
+			return &RedisServer{Addr: addr, t: t, dir: dir, path: server, args: args, p: p}
 		}
 		p.Stop()
 	}
 	t.Fatalf("testdb: redis-server did not start: %v", last)
-	return ""
+	return nil
+}
+
+// Kill ends the server with SIGKILL: its data (it keeps none on disk) and
+// every connection are gone at once.
+func (r *RedisServer) Kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.p.Kill()
+}
+
+// Restart starts the killed server again on its address, empty. The port was
+// this server's a moment ago, but another process may bind it in between:
+// that is reported as an error rather than a server of another's answering.
+func (r *RedisServer) Restart() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last error
+	for range 50 {
+		p := StartProcess(r.t, r.dir, r.path, r.args...)
+		if last = waitOwnRedis(r.Addr, p); last == nil {
+			r.p = p
+			return nil
+		}
+		p.Stop()
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("testdb: redis-server did not start again on %s: %w", r.Addr, last)
 }
 
 // waitOwnRedis polls addr until the redis-server of p answers, for 20 s at
