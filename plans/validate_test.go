@@ -90,8 +90,17 @@ func TestValidSpecs(t *testing.T) {
 	}
 }
 
-func TestSpecRules(t *testing.T) {
-	t.Parallel()
+// specRuleCase is an edit of a valid spec and the problems it makes.
+type specRuleCase struct {
+	name  string
+	kind  Kind
+	edits []string
+	want  []problem // nil: the spec is valid
+}
+
+// specRuleCases are the rules of every spec, one case each (the schema's
+// test reads them too).
+func specRuleCases() []specRuleCase {
 	long := func(n int) string { return `"` + strings.Repeat("x", n) + `"` }
 	many := func(n int, f func(i int) string) string {
 		items := make([]string, n)
@@ -100,12 +109,7 @@ func TestSpecRules(t *testing.T) {
 		}
 		return "[" + strings.Join(items, ",") + "]"
 	}
-	tests := []struct {
-		name  string
-		kind  Kind
-		edits []string
-		want  []problem // nil: the spec is valid
-	}{
+	return []specRuleCase{
 		// environment_settings
 		{"display_name absent", KindEnvironmentSettings, []string{"/display_name", absent}, []problem{{"/display_name", "required"}}},
 		{"display_name empty", KindEnvironmentSettings, []string{"/display_name", `""`}, []problem{{"/display_name", "too_short"}}},
@@ -247,7 +251,11 @@ func TestSpecRules(t *testing.T) {
 			{"/display_name", "too_short"}, {"/type", "not_allowed"},
 			{"/connections/1", "duplicate"}}},
 	}
-	for _, tt := range tests {
+}
+
+func TestSpecRules(t *testing.T) {
+	t.Parallel()
+	for _, tt := range specRuleCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			spec := edit(t, tt.kind, tt.edits...)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/keenauth/configplans/plans"
 )
 
 // OpenAPI is the OpenAPI 3.1 document of the API.
@@ -14,4 +16,10 @@ var OpenAPI []byte
 
 func (s *Server) openapi(c *gin.Context) {
 	c.Data(http.StatusOK, "application/json", OpenAPI)
+}
+
+// configSchema serves the JSON Schema of a plan request body (§14), which
+// editors use to complete and check documents.
+func (s *Server) configSchema(c *gin.Context) {
+	c.Data(http.StatusOK, "application/schema+json", plans.ConfigSchema())
 }

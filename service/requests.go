@@ -31,8 +31,16 @@ func ParsePlanRequest(body []byte) (*plans.PlanRequest, error) {
 	// not a boolean, and those of the document.
 	var bad []plans.FieldError
 	for k := range top {
-		if k != "config" && k != "prune" {
+		if k != "config" && k != "prune" && k != "$schema" {
 			bad = append(bad, plans.FieldError{Pointer: plans.Pointer(k), Code: plans.CodeUnknownField, Detail: "unknown field " + plans.QuoteShort(k)})
+		}
+	}
+	// "$schema" lets an editor find the schema of the body (§14); it is
+	// ignored, but it is a string.
+	if raw, ok := top["$schema"]; ok {
+		var ref string
+		if err := json.Unmarshal(raw, &ref); err != nil {
+			bad = append(bad, plans.FieldError{Pointer: "/$schema", Code: plans.CodeMalformedRequest, Detail: "$schema must be a string"})
 		}
 	}
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Pointer < bad[j].Pointer })

@@ -90,6 +90,7 @@ func New(d Deps) *gin.Engine {
 
 	v1 := r.Group("/v1", noStore)
 	v1.GET("/openapi.json", s.openapi)
+	v1.GET("/config-schema.json", s.configSchema)
 	api := v1.Group("", s.authenticate)
 	api.GET("/config", s.exportConfig)
 	api.POST("/config-plans", s.createPlan)
