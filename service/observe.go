@@ -173,6 +173,9 @@ func (s *Server) refuseWhileDraining(c *gin.Context) {
 		return
 	}
 	c.Header("Connection", "close")
+	if consolePath(c.Request.URL.Path) {
+		consoleHeaders(c)
+	}
 	// The route groups that set no-store do not run: every /v1 and internal
 	// answer is no-store.
 	c.Header("Cache-Control", "no-store")

@@ -75,10 +75,16 @@ func New(d Deps) *gin.Engine {
 	r.Use(s.requestID, s.observe, s.recover, s.holdBody, s.refuseWhileDraining)
 	r.NoRoute(func(c *gin.Context) {
 		noStoreV1(c)
+		if consolePath(c.Request.URL.Path) {
+			consoleHeaders(c)
+		}
 		s.write(c, problemResponse(&plans.Error{Code: plans.CodeNotFound, Detail: "no such path"}, requestID(c)))
 	})
 	r.NoMethod(func(c *gin.Context) {
 		noStoreV1(c)
+		if consolePath(c.Request.URL.Path) {
+			consoleHeaders(c)
+		}
 		s.write(c, problemResponse(&plans.Error{Code: plans.CodeMethodNotAllowed, Detail: "the path does not support " + c.Request.Method}, requestID(c)))
 	})
 
@@ -87,6 +93,9 @@ func New(d Deps) *gin.Engine {
 	if d.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(d.Metrics))
 	}
+
+	r.GET("/console", withConsoleHeaders, s.consoleRedirect)
+	r.GET("/console/*path", withConsoleHeaders, s.consolePage)
 
 	v1 := r.Group("/v1", noStore)
 	v1.GET("/openapi.json", s.openapi)

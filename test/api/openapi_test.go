@@ -49,8 +49,8 @@ func TestOpenAPIServedAtV1OpenAPIJSON(t *testing.T) {
 	}
 }
 
-// ginParam is a Gin path parameter (":id").
-var ginParam = regexp.MustCompile(`:([A-Za-z_]+)`)
+// ginParam is a Gin path parameter (":id"), or a catch-all ("*path").
+var ginParam = regexp.MustCompile(`[:*]([A-Za-z_]+)`)
 
 // TestOpenAPIPathsAreExactlyTheRouterRoutes keeps the document and the router
 // from drifting: every route has an operation and every operation a route. A
@@ -245,6 +245,11 @@ func TestOpenAPIDescribesARealAnswerOfEveryOperation(t *testing.T) {
 
 	do(200, apitest.Request{Method: "GET", Path: "/healthz", Secret: "-"})
 	do(200, apitest.Request{Method: "GET", Path: "/readyz", Secret: "-"})
+	do(301, apitest.Request{Method: "GET", Path: "/console", Secret: "-"})
+	do(200, apitest.Request{Method: "GET", Path: "/console/", Secret: "-"})
+	do(200, apitest.Request{Method: "GET", Path: "/console/plans/cfgp_01m4qpqtywfs7930tb6kqn5rc5", Secret: "-"})
+	do(200, apitest.Request{Method: "GET", Path: "/console/assets/app.js", Secret: "-"})
+	do(404, apitest.Request{Method: "GET", Path: "/console/assets/nope.js", Secret: "-"})
 	do(404, apitest.Request{Method: "GET", Path: "/v1/nope"})
 	do(405, apitest.Request{Method: "DELETE", Path: "/v1/config"})
 	do(401, apitest.Request{Method: "GET", Path: "/v1/config", Secret: "-"})

@@ -112,7 +112,8 @@ var templateParam = regexp.MustCompile(`\{([^{}/]+)\}`)
 // compileTemplate turns "/v1/config-plans/{id}:apply" into a regular
 // expression. A parameter matches within its segment; one followed by a
 // custom verb (":apply") stops at the first colon, as the server splits the
-// segment there.
+// segment there. A last parameter named path ("/console/{path}") matches
+// the rest of the path, slashes included, as Gin's "*path" does.
 func compileTemplate(path string) (template, error) {
 	t := template{path: path}
 	var re strings.Builder
@@ -125,6 +126,8 @@ func compileTemplate(path string) (template, error) {
 		t.params = append(t.params, path[m[2]:m[3]])
 		if rest := path[m[1]:]; strings.HasPrefix(rest, ":") {
 			re.WriteString(`([^/:]+)`)
+		} else if rest == "" && path[m[2]:m[3]] == "path" {
+			re.WriteString(`(.*)`)
 		} else {
 			re.WriteString(`([^/]+)`)
 		}

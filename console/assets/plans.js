@@ -1,0 +1,286 @@
+// The plans list and the plan page: review, Validate, Rebase, Apply.
+import { request, newIdempotencyKey, readPermission, writePermission, Problem } from './api.js';
+import { h, clear, time, badge, problem, pager, table, planLink, revisionLink, loading, link } from './dom.js';
+import { page, can, current, navigate } from './app.js';
+import { diffOps } from './diff.js';
+
+const STATUSES = ['planned', 'applying', 'applied', 'conflicted', 'expired'];
+
+function summaryText(s) {
+  if (!s) return '';
+  return `+${s.create} ~${s.update} −${s.delete} =${s.no_op}`;
+}
+
+export async function plansPage({ seq, params }) {
+  const status = params.get('status') || '';
+  const q = new URLSearchParams();
+  if (status) q.set('status', status);
+  if (params.get('cursor')) q.set('cursor', params.get('cursor'));
+  const select = h('select', { id: 'status-filter' },
+    h('option', { value: '' }, 'Any status'),
+    STATUSES.map((s) => h('option', { value: s, selected: s === status }, s)));
+  const filter = h('form', { class: 'filters', onsubmit: (ev) => {
+    ev.preventDefault();
+    navigate('/console/plans' + (select.value ? '?status=' + encodeURIComponent(select.value) : ''));
+  } },
+  h('label', { for: 'status-filter' }, 'Status'), select, h('button', { type: 'submit', class: 'secondary' }, 'Filter'));
+  const body = h('div', {}, loading());
+  page('Plans', filter, body);
+  const list = await request('/config-plans' + (q.toString() ? '?' + q : ''));
+  if (!current(seq)) return;
+  clear(body);
+  if (list.data.length === 0) {
+    body.append(h('p', { class: 'empty' }, status ? `No plan is ${status}.` : 'No plan yet.'));
+  } else {
+    body.append(table('Plans, newest first', ['Plan', 'Status', 'Created', 'Types', 'Changes'],
+      list.data.map((p) => [planLink(p.id), badge(p.status), time(p.created_at), p.types.join(', '),
+        h('span', { class: 'mono', title: 'create, update, delete, unchanged' }, summaryText(p.summary))])));
+  }
+  const pg = pager(list, params);
+  if (pg) body.append(pg);
+}
+
+// planPermissions are those an apply of p needs (SPEC §3).
+function applyPermissions(p) {
+  const perms = ['config:write', ...p.types.map(readPermission)];
+  for (const c of p.changes) if (c.action !== 'no_op') perms.push(writePermission(c.kind));
+  return perms;
+}
+
+// warningsByChange files each warning under the change its pointer names.
+function warningsByChange(p) {
+  const by = new Map();
+  const general = [];
+  for (const w of p.warnings || []) {
+    const m = /^\/changes\/(\d+)(\/|$)/.exec(w.pointer || '');
+    if (m) {
+      const i = Number(m[1]);
+      if (!by.has(i)) by.set(i, []);
+      by.get(i).push(w);
+    } else general.push(w);
+  }
+  return { by, general };
+}
+
+function warningItem(w) {
+  return h('li', { class: 'warning' }, h('span', { class: 'badge badge-warning' }, w.code), ' ',
+    h('code', { class: 'pointer' }, w.pointer), ' ', w.detail);
+}
+
+function changeCard(c, i, warnings) {
+  const meta = [];
+  if (c.base_version !== null && c.base_version !== undefined) meta.push(`version ${c.base_version}`);
+  if (c.resource_id) meta.push(c.resource_id);
+  return h('li', { class: 'change change-' + c.action, id: 'change-' + i },
+    h('div', { class: 'change-head' },
+      badge(c.action), ' ',
+      h('h4', { class: 'change-key' }, c.key),
+      meta.length ? h('span', { class: 'muted small' }, ' ', meta.join(' · ')) : null,
+      c.requires_secret ? h('span', { class: 'badge badge-secret' }, 'needs ' + (c.secret_ref || 'a secret')) : null),
+    warnings && warnings.length ? h('ul', { class: 'warnings' }, warnings.map(warningItem)) : null,
+    diffOps(c.diff, c.action === 'delete' ? ['Current', 'After the apply'] : ['Current', 'Planned']));
+}
+
+function changesSection(p) {
+  const { by, general } = warningsByChange(p);
+  const kinds = [];
+  const byKind = new Map();
+  p.changes.forEach((c, i) => {
+    if (!byKind.has(c.kind)) {
+      byKind.set(c.kind, []);
+      kinds.push(c.kind);
+    }
+    byKind.get(c.kind).push([c, i]);
+  });
+  return h('section', { 'aria-labelledby': 'changes-title' },
+    h('h2', { id: 'changes-title' }, 'Changes'),
+    general.length ? h('ul', { class: 'warnings' }, general.map(warningItem)) : null,
+    p.changes.length === 0 ? h('p', { class: 'empty' }, 'This plan has no change.') : null,
+    kinds.map((kind) => {
+      const items = byKind.get(kind);
+      const changed = items.filter(([c]) => c.action !== 'no_op');
+      const unchanged = items.filter(([c]) => c.action === 'no_op');
+      return h('section', { class: 'kind' },
+        h('h3', {}, kind),
+        changed.length ? h('ul', { class: 'changes' }, changed.map(([c, i]) => changeCard(c, i, by.get(i)))) : null,
+        unchanged.length ? h('details', { class: 'unchanged' },
+          h('summary', {}, `${unchanged.length} unchanged`),
+          h('ul', { class: 'plain' }, unchanged.map(([c, i]) => h('li', {}, h('code', {}, c.key),
+            by.get(i) ? h('ul', { class: 'warnings' }, by.get(i).map(warningItem)) : null)))) : null);
+    }));
+}
+
+function movedSection(p) {
+  if (!p.moved || p.moved.length === 0) return null;
+  return h('section', { 'aria-labelledby': 'moved-title' },
+    h('h2', { id: 'moved-title' }, 'Moved since the source plan'),
+    h('p', { class: 'muted' }, 'This plan is a rebase of ', planLink(p.rebased_from),
+      '. These resources changed after the source was planned:'),
+    h('ul', { class: 'changes' }, p.moved.map((m) => h('li', { class: 'change' },
+      h('div', { class: 'change-head' },
+        h('h4', { class: 'change-key' }, m.key === null ? m.kind : `${m.kind}/${m.key}`),
+        m.code ? h('span', { class: 'badge badge-warning' }, m.code) : null,
+        m.version_then !== undefined ? h('span', { class: 'muted small' },
+          ` version ${m.version_then} → ${m.version_now === null ? 'gone' : m.version_now}`) : null),
+      m.diff ? diffOps(m.diff, ['Then', 'Now']) : null))));
+}
+
+// applyCommand is the CLI command that applies p with secrets from the
+// environment (the CLI's own form, cli/render.go).
+function applyCommand(p) {
+  const parts = ['keenauth config apply', p.id];
+  for (const w of p.warnings || []) if (w.code === 'deletion_requires_confirmation') parts.push('--confirm-deletion', w.target);
+  parts.push('--secrets-from-env');
+  if (p.requires_sp_host) parts.push('--sp-host', '<host>');
+  return parts.join(' ');
+}
+
+function secretsSection(p) {
+  if (!p.required_secrets || p.required_secrets.length === 0) return null;
+  return h('section', { 'aria-labelledby': 'secrets-title' },
+    h('h2', { id: 'secrets-title' }, 'Required secrets'),
+    h('ul', { class: 'plain' }, p.required_secrets.map((s) => h('li', {}, h('code', {}, s)))),
+    p.status === 'planned' ? [
+      h('p', {}, 'Secrets are never typed into the console. Set each as an environment variable of that name and apply with the CLI:'),
+      h('pre', { class: 'command', id: 'apply-command' }, applyCommand(p)),
+    ] : null);
+}
+
+function actionsSection(p, onResult) {
+  const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
+  const canApply = p.status === 'planned' && !needsSecrets && can(...applyPermissions(p));
+  const canRebase = ['planned', 'conflicted', 'expired'].includes(p.status) && can('config:write', ...p.types.map(readPermission));
+  if (!canApply && !canRebase) return null;
+  const out = h('div', { class: 'result', 'aria-live': 'polite' });
+  const controls = [];
+  const confirms = (p.warnings || []).filter((w) => w.code === 'deletion_requires_confirmation').map((w) => w.target);
+  const boxes = confirms.map((target, i) => {
+    const id = 'confirm-' + i;
+    const box = h('input', { type: 'checkbox', id, value: target });
+    controls.push(h('div', { class: 'check' }, box, h('label', { for: id }, 'Confirm the deletion of ', h('code', {}, target))));
+    return box;
+  });
+  let spHost = null;
+  if (p.requires_sp_host && canApply) {
+    spHost = h('input', { id: 'sp-host', type: 'text', autocomplete: 'off', placeholder: 'login.example.com', 'aria-describedby': 'sp-host-help' });
+    controls.push(h('div', { class: 'field' }, h('label', { for: 'sp-host' }, 'Service-provider host'), spHost,
+      h('p', { id: 'sp-host-help', class: 'muted small' }, 'The callback URLs are https://<host>/sso/<connection id>/callback.')));
+  }
+  const body = () => {
+    const b = {};
+    const confirmed = boxes.filter((x) => x.checked).map((x) => x.value);
+    if (confirmed.length) b.confirm_deletions = confirmed;
+    if (spHost && spHost.value.trim()) b.sp_host = spHost.value.trim();
+    return b;
+  };
+  const buttons = [];
+  const run = async (btn, label, fn) => {
+    for (const b of buttons) b.disabled = true;
+    clear(out);
+    out.append(h('p', { class: 'muted', role: 'status' }, label + '…'));
+    try {
+      await fn();
+    } catch (err) {
+      clear(out);
+      out.append(err instanceof Problem ? problem(err) : h('p', {}, String(err)));
+    } finally {
+      for (const b of buttons) b.disabled = false;
+    }
+  };
+  if (canApply) {
+    buttons.push(h('button', { type: 'button', class: 'secondary', id: 'validate', onclick: (ev) => run(ev.target, 'Validating', async () => {
+      await request(`/config-plans/${encodeURIComponent(p.id)}:apply?validate_only=true`, { method: 'POST', body: body(), idempotencyKey: newIdempotencyKey() });
+      clear(out);
+      out.append(h('p', { class: 'ok', role: 'status' }, 'Validation passed: the apply would succeed now. Nothing was written.'));
+    }) }, 'Validate'));
+  }
+  if (canRebase) {
+    buttons.push(h('button', { type: 'button', class: 'secondary', id: 'rebase', onclick: (ev) => run(ev.target, 'Rebasing', async () => {
+      const np = await request(`/config-plans/${encodeURIComponent(p.id)}:rebase`, { method: 'POST', body: {}, idempotencyKey: newIdempotencyKey() });
+      navigate('/console/plans/' + encodeURIComponent(np.id));
+    }) }, 'Rebase'));
+  }
+  if (canApply) {
+    buttons.push(h('button', { type: 'button', id: 'apply', onclick: (ev) => run(ev.target, 'Applying', async () => {
+      const ap = await request(`/config-plans/${encodeURIComponent(p.id)}:apply`, { method: 'POST', body: body(), idempotencyKey: newIdempotencyKey() });
+      onResult(ap);
+    }) }, 'Apply'));
+  }
+  return h('section', { class: 'card actions', 'aria-labelledby': 'actions-title' },
+    h('h2', { id: 'actions-title' }, 'Actions'),
+    canApply ? null : h('p', { class: 'muted small' }, needsSecrets ? 'This plan needs secrets: apply it with the CLI command below.' : ''),
+    controls, h('div', { class: 'buttons' }, buttons), out);
+}
+
+function eventsSection(events) {
+  return h('section', { 'aria-labelledby': 'events-title' },
+    h('h2', { id: 'events-title' }, 'Events'),
+    events.length === 0 ? h('p', { class: 'empty' }, 'No event.') :
+      h('ol', { class: 'timeline' }, events.map((e) => h('li', {},
+        h('div', {}, h('strong', {}, e.type), ' ', time(e.created_at)),
+        h('div', { class: 'muted small' }, 'by ', h('code', {}, (e.actor && e.actor.api_key_id) || '—'),
+          e.request_id ? [' · request ', h('code', {}, e.request_id)] : null),
+        eventData(e.data)))));
+}
+
+function eventData(d) {
+  if (!d || Object.keys(d).length === 0) return null;
+  return h('dl', { class: 'inline' }, Object.entries(d).map(([k, v]) => [
+    h('dt', {}, k),
+    h('dd', {}, typeof v === 'string' && /^cfgp_/.test(v) ? planLink(v) : typeof v === 'string' && /^cfgr_/.test(v) ? revisionLink(v) : JSON.stringify(v)),
+  ]));
+}
+
+function facts(p) {
+  const rows = [
+    ['Status', badge(p.status)],
+    ['Environment', h('code', {}, p.environment_id)],
+    ['Types', p.types.join(', ') + (p.prune ? ' (prune)' : '')],
+    ['Created', time(p.created_at)],
+    ['Expires', time(p.expires_at)],
+    ['Applied', time(p.applied_at)],
+    ['Revision', revisionLink(p.revision_id)],
+    ['Created by', h('code', {}, p.created_by || '—')],
+  ];
+  if (p.rebased_from) rows.push(['Rebased from', planLink(p.rebased_from)]);
+  return h('dl', { class: 'facts' }, rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
+}
+
+function summaryCounts(s) {
+  return h('ul', { class: 'counts', 'aria-label': 'Summary' },
+    [['create', 'Create'], ['update', 'Update'], ['delete', 'Delete'], ['no_op', 'Unchanged']].map(([k, label]) =>
+      h('li', { class: 'count count-' + k }, h('span', { class: 'count-n' }, String(s[k])), h('span', { class: 'count-label' }, label))));
+}
+
+export async function planPage({ seq, id }) {
+  page('Plan', loading());
+  const [p, events] = await Promise.all([
+    request('/config-plans/' + encodeURIComponent(id)),
+    request('/config-plans/' + encodeURIComponent(id) + '/events?limit=100').catch((err) => err),
+  ]);
+  if (!current(seq)) return;
+  showPlan(p, events, seq);
+}
+
+function showPlan(p, events, seq) {
+  const applied = (ap) => {
+    if (!current(seq)) return;
+    request('/config-plans/' + encodeURIComponent(ap.id) + '/events?limit=100').catch((err) => err).then((ev) => {
+      if (!current(seq)) return;
+      showPlan(ap, ev, seq);
+      const note = document.getElementById('apply-note');
+      if (note) note.focus();
+    });
+  };
+  page('Plan ' + p.id,
+    p.status === 'applied' ? h('p', { class: 'ok', id: 'apply-note', tabindex: '-1', role: 'status' },
+      'Applied. Revision ', revisionLink(p.revision_id), ' keeps the configuration from before.') : null,
+    facts(p),
+    summaryCounts(p.summary),
+    actionsSection(p, applied),
+    secretsSection(p),
+    movedSection(p),
+    changesSection(p),
+    events instanceof Problem ? h('section', {}, h('h2', {}, 'Events'), problem(events)) : eventsSection(events.data),
+    h('p', {}, link('/console/plans', '← All plans')));
+}
