@@ -146,12 +146,12 @@ function secretsSection(p) {
     ] : null);
 }
 
-function actionsSection(p, onResult) {
+function actionsSection(p, onResult, onRefused, refusal) {
   const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
   const canApply = p.status === 'planned' && !needsSecrets && can(...applyPermissions(p));
   const canRebase = ['planned', 'conflicted', 'expired'].includes(p.status) && can('config:write', ...p.types.map(readPermission));
   if (!canApply && !canRebase) return null;
-  const out = h('div', { class: 'result', 'aria-live': 'polite' });
+  const out = h('div', { class: 'result', 'aria-live': 'polite' }, refusal ? problem(refusal) : null);
   const controls = [];
   const confirms = (p.warnings || []).filter((w) => w.code === 'deletion_requires_confirmation').map((w) => w.target);
   const boxes = confirms.map((target, i) => {
@@ -183,6 +183,9 @@ function actionsSection(p, onResult) {
     } catch (err) {
       clear(out);
       out.append(err instanceof Problem ? problem(err) : h('p', {}, String(err)));
+      // A refusal may have moved the plan (config_conflict makes it
+      // conflicted): show it as it is now, the problem kept.
+      if (err instanceof Problem && err.status !== 0) onRefused(err);
     } finally {
       for (const b of buttons) b.disabled = false;
     }
@@ -262,7 +265,19 @@ export async function planPage({ seq, id }) {
   showPlan(p, events, seq);
 }
 
-function showPlan(p, events, seq) {
+function showPlan(p, events, seq, refusal) {
+  const refused = async (err) => {
+    let now;
+    try {
+      now = await request('/config-plans/' + encodeURIComponent(p.id));
+    } catch {
+      return;
+    }
+    if (!current(seq) || now.status === p.status) return;
+    const ev = await request('/config-plans/' + encodeURIComponent(p.id) + '/events?limit=100').catch((e) => e);
+    if (!current(seq)) return;
+    showPlan(now, ev, seq, err);
+  };
   const applied = (ap) => {
     if (!current(seq)) return;
     request('/config-plans/' + encodeURIComponent(ap.id) + '/events?limit=100').catch((err) => err).then((ev) => {
@@ -277,10 +292,15 @@ function showPlan(p, events, seq) {
       'Applied. Revision ', revisionLink(p.revision_id), ' keeps the configuration from before.') : null,
     facts(p),
     summaryCounts(p.summary),
-    actionsSection(p, applied),
+    actionsSection(p, applied, refused, refusal) || (refusal ? problem(refusal) : null),
     secretsSection(p),
     movedSection(p),
     changesSection(p),
     events instanceof Problem ? h('section', {}, h('h2', {}, 'Events'), problem(events)) : eventsSection(events.data),
     h('p', {}, link('/console/plans', '← All plans')));
+  const shown = refusal && document.querySelector('main .problem');
+  if (shown) {
+    shown.setAttribute('tabindex', '-1');
+    shown.focus();
+  }
 }
