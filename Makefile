@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 GO ?= go
 
-.PHONY: help run dev services pgbouncer test test-race lint bench build faults
+.PHONY: help run dev services pgbouncer browser-deps test test-race lint bench build faults
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -13,6 +13,10 @@ services: ## start the local PostgreSQL and Redis if they are down
 pgbouncer: ## install PgBouncer (Debian package pgbouncer) when it is missing: the tests run one in front of PostgreSQL
 	@bash .ci/packages pgbouncer
 
+browser-deps: ## install Debian's chromium when it is missing, and the browser tests' npm packages from test/browser/package-lock.json
+	@bash .ci/packages chromium
+	cd test/browser && npm ci --no-audit --no-fund
+
 build: ## build keenauthd and keenauth into bin/
 	$(GO) build -o bin/ ./cmd/...
 
@@ -22,7 +26,7 @@ run: services ## run keenauthd serve against the local PostgreSQL and Redis
 dev: ## run keenauthd dev: the whole product in one process on embedded storage (no PostgreSQL, Redis or federation service)
 	$(GO) build -o bin/keenauthd ./cmd/keenauthd && exec bin/keenauthd dev $(if $(DATA),--data $(DATA))
 
-test: services pgbouncer ## the test suite (race detector on) against the real PostgreSQL and Redis, then the API tests again on the embedded backend of keenauthd dev, and the apply tests through PgBouncer
+test: services pgbouncer browser-deps ## the test suite (race detector on) against the real PostgreSQL and Redis, the support console in Chromium (test/console), then the API tests again on the embedded backend of keenauthd dev, and the apply tests through PgBouncer
 	$(GO) test -race -count=1 -timeout 20m ./...
 	KEENAUTH_TEST_BACKEND=embedded $(GO) test -race -count=1 -timeout 20m ./test/api/...
 	KEENAUTH_TEST_PGBOUNCER=1 $(GO) test -race -count=1 -timeout 20m -run 'TestApply' ./test/api/...

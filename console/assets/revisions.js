@@ -1,7 +1,7 @@
 // The revisions list and the revision page: each resource's recorded spec
 // beside today's, and Restore as plan.
 import { request, newIdempotencyKey, readPermission, Problem } from './api.js';
-import { h, clear, time, badge, problem, pager, table, planLink, revisionLink, loading, link } from './dom.js';
+import { h, clear, time, badge, problem, pager, table, planLink, revisionLink, loading, link, json } from './dom.js';
 import { page, can, current, navigate } from './app.js';
 import { diffOps, sideBySide } from './diff.js';
 
@@ -72,9 +72,16 @@ export async function revisionPage({ seq, id }) {
   } }, 'Restore as plan') : null;
   let resources;
   if (diff instanceof Problem) {
-    resources = [problem(diff), h('ul', { class: 'changes' }, rev.resources.map((r) => h('li', { class: 'change' },
-      h('div', { class: 'change-head' }, badge(r.action), ' ', h('h4', { class: 'change-key' }, `${r.kind}/${r.key}`)),
-      sideBySide(r.spec_before, undefined, ['Recorded (before the apply)', 'Today'])))) ];
+    // Without the diff, the recorded specs alone, and why today's are
+    // missing.
+    resources = [
+      h('p', { class: 'muted' }, 'Today’s specs could not be read; the recorded ones follow.'), problem(diff),
+      h('ul', { class: 'changes' }, rev.resources.map((r) => h('li', { class: 'change' },
+        h('div', { class: 'change-head' }, badge(r.action), ' ', h('h4', { class: 'change-key' }, `${r.kind}/${r.key}`),
+          r.version_before === null ? null : h('span', { class: 'muted small' }, ` version ${r.version_before}`)),
+        h('div', { class: 'side-label' }, 'Recorded (before the apply)'),
+        r.spec_before === null ? h('p', { class: 'absent' }, '(none: the apply created it)') : json(r.spec_before)))),
+    ];
   } else {
     resources = h('ul', { class: 'changes' }, diff.resources.map((r) => resourceDiff(r, actions.get(`${r.kind}/${r.key}`))));
   }
