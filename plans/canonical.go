@@ -6,12 +6,27 @@ import (
 )
 
 // mustJSON encodes a value the package built itself.
+// Like every JSON the package writes, it leaves <, > and & as they are:
+// json.Marshal would write them as \u003c, \u003e and \u0026, and a spec
+// stored in that form would no longer be byte-equal to the same spec
+// planned again.
 func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		panic(err)
 	}
 	return b
+}
+
+// marshal is json.Marshal without HTML escaping.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // canonical re-encodes a JSON value with sorted object keys and no spacing,
@@ -29,6 +44,6 @@ func canonical(raw []byte) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, _ := json.Marshal(v)
+	b, _ := marshal(v)
 	return b
 }

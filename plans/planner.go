@@ -295,6 +295,12 @@ func (ps *planState) change(e entry) (Change, int) {
 		c.Diff = []DiffOp{{Op: "add", Path: "", Value: e.spec}}
 	default:
 		c.Diff = Diff(before, e.spec)
+		// Bytes that differ but hold the same value (a spec stored with
+		// <, > or & escaped, as the service once wrote them) are no
+		// change.
+		if c.Action == ActionUpdate && len(c.Diff) == 0 {
+			c.Action = ActionNoOp
+		}
 	}
 	if e.kind == KindConnection {
 		c.ResourceID = json.RawMessage("null")

@@ -120,7 +120,7 @@ func (c *connectionSpec) UnmarshalJSON(b []byte) error {
 
 func (c connectionSpec) MarshalJSON() ([]byte, error) {
 	type plain connectionSpec
-	b, err := json.Marshal(plain(c))
+	b, err := marshal(plain(c))
 	if err != nil || c.OIDC != nil || !c.hasOIDC {
 		return b, err
 	}
@@ -129,7 +129,7 @@ func (c connectionSpec) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	members["oidc"] = json.RawMessage("null")
-	return json.Marshal(members)
+	return marshal(members)
 }
 
 type apiSpec struct {
