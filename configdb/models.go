@@ -73,6 +73,10 @@ type PlanRow struct {
 	LeaseUntil             *time.Time
 	AppliedBy              *string
 	IdempotencyFingerprint *string
+	// RebasedFrom and Moved are set on a plan made by a rebase: the source
+	// plan and what had moved since it was computed.
+	RebasedFrom *string
+	Moved       JSON
 }
 
 // TableName names the table.

@@ -44,12 +44,17 @@ type Change struct {
 	// WritesMaterial marks an enterprise connection whose OIDC material the
 	// apply writes to the federation service.
 	WritesMaterial bool `json:"-"`
+	// KeepsMaterial marks an enterprise connection whose document said
+	// oidc: null, planned with the material it had: a rebase asks for the
+	// material as it is then, not as it was.
+	KeepsMaterial bool `json:"-"`
 }
 
 // changeRecord is how a change is stored: the public fields plus internal ones.
 type changeRecord struct {
 	Change
 	WritesMaterial bool `json:"writes_material,omitempty"`
+	KeepsMaterial  bool `json:"keeps_material,omitempty"`
 }
 
 // Warning is a warning of a plan.
@@ -87,6 +92,10 @@ type Plan struct {
 	AppliedAt        *Time     `json:"applied_at"`
 	RevisionID       *string   `json:"revision_id"`
 	CreatedBy        string    `json:"created_by"`
+	// RebasedFrom is the plan a rebase was made from (nil: not a rebase),
+	// and Moved what had moved since that plan was computed.
+	RebasedFrom *string   `json:"rebased_from"`
+	Moved       MovedList `json:"moved"`
 
 	versions     map[string]int
 	fingerprints map[Kind]int64
@@ -133,7 +142,7 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 	p := &Plan{ID: r.ID, Object: "config_plan", EnvironmentID: r.EnvironmentID, Status: effectiveStatus(r, s.now()),
 		Prune: r.Prune, RequiresSPHost: r.RequiresSPHost, CreatedAt: Time(r.CreatedAt), ExpiresAt: Time(r.ExpiresAt),
 		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy,
-		storedStatus: r.Status, keyFingerprint: r.IdempotencyFingerprint}
+		storedStatus: r.Status, keyFingerprint: r.IdempotencyFingerprint, RebasedFrom: r.RebasedFrom}
 	if p.Status != StatusApplied {
 		// A plan with OIDC material shows its revision only once the
 		// federation service confirmed every write.
@@ -144,7 +153,11 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 		src []byte
 		dst any
 	}{{r.Types, &p.Types}, {r.ReferencingTypes, &p.ReferencingTypes}, {r.Changes, &recs}, {r.Warnings, &p.Warnings},
-		{r.RequiredSecrets, &p.RequiredSecrets}, {r.Summary, &p.Summary}, {r.Versions, &p.versions}, {r.Fingerprints, &p.fingerprints}} {
+		{r.RequiredSecrets, &p.RequiredSecrets}, {r.Summary, &p.Summary}, {r.Versions, &p.versions}, {r.Fingerprints, &p.fingerprints},
+		{r.Moved, &p.Moved}} {
+		if f.src == nil {
+			continue // moved of a plan that is not a rebase
+		}
 		if err := json.Unmarshal(f.src, f.dst); err != nil {
 			return nil, fmt.Errorf("plan %s: decode: %w", r.ID, err)
 		}
@@ -159,7 +172,7 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 		if string(c.Spec) == "null" {
 			c.Spec = nil // a deletion
 		}
-		c.WritesMaterial = rc.WritesMaterial
+		c.WritesMaterial, c.KeepsMaterial = rc.WritesMaterial, rc.KeepsMaterial
 		if c.Diff == nil {
 			c.Diff = []DiffOp{}
 		}
@@ -188,7 +201,7 @@ func effectiveStatus(r *configdb.PlanRow, now time.Time) string {
 func changeRecords(cs []Change) []changeRecord {
 	out := make([]changeRecord, len(cs))
 	for i, c := range cs {
-		out[i] = changeRecord{Change: c, WritesMaterial: c.WritesMaterial}
+		out[i] = changeRecord{Change: c, WritesMaterial: c.WritesMaterial, KeepsMaterial: c.KeepsMaterial}
 	}
 	return out
 }

@@ -309,6 +309,8 @@ func (ps *planState) change(e entry) (Change, int) {
 		}
 		if !ps.keep[e.key] {
 			planSecret(&c, r, ps.material)
+		} else {
+			c.KeepsMaterial = true
 		}
 	}
 	return c, version
@@ -372,8 +374,11 @@ func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *P
 		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: mustJSON(changeRecords(p.Changes)),
 		Warnings: mustJSON(p.Warnings), RequiredSecrets: mustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
 		Summary: mustJSON(p.Summary), Versions: mustJSON(p.versions), Fingerprints: mustJSON(p.fingerprints),
-		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy}
-	if size := len(row.Changes) + len(row.Warnings) + len(row.Versions); size > MaxPlanBytes {
+		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy, RebasedFrom: p.RebasedFrom}
+	if p.RebasedFrom != nil {
+		row.Moved = mustJSON(p.Moved)
+	}
+	if size := len(row.Changes) + len(row.Warnings) + len(row.Versions) + len(row.Moved); size > MaxPlanBytes {
 		return &Error{Code: CodeConfigDocumentTooLarge,
 			Detail: fmt.Sprintf("the plan would take %d bytes, over the limit of %d; plan fewer types", size, MaxPlanBytes)}
 	}
@@ -381,7 +386,11 @@ func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *P
 		return err
 	}
 	p.storedStatus = row.Status
-	return recordEvent(ctx, tx, a, p.ID, "plan_created", map[string]any{"summary": p.Summary})
+	data := map[string]any{"summary": p.Summary}
+	if p.RebasedFrom != nil {
+		data["rebased_from"] = *p.RebasedFrom
+	}
+	return recordEvent(ctx, tx, a, p.ID, "plan_created", data)
 }
 
 func time0(t Time) time.Time { return time.Time(t) }

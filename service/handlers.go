@@ -45,9 +45,16 @@ func (s *Server) createPlan(c *gin.Context) {
 	})
 }
 
-// createAdmitted admits a prepared plan creation or restore (§10), then
-// creates the plan: 201 with its Location.
-func (s *Server) createAdmitted(ctx context.Context, c *gin.Context, pp *plans.PendingPlan) response {
+// pendingCreation is a plan creation, a restore or a rebase whose
+// permissions hold, waiting for its admission.
+type pendingCreation interface {
+	Create(ctx context.Context) (*plans.Plan, error)
+	Refused(err error) error
+}
+
+// createAdmitted admits a prepared plan creation, restore or rebase (§10),
+// then creates the plan: 201 with its Location.
+func (s *Server) createAdmitted(ctx context.Context, c *gin.Context, pp pendingCreation) response {
 	release, err := s.admit(ctx, c, false)
 	if err != nil {
 		return s.errorResponse(c, pp.Refused(err))
@@ -109,7 +116,12 @@ func customVerb(segment, verb string) (string, bool) {
 
 var notFound = &plans.Error{Code: plans.CodeNotFound, Detail: "no such path"}
 
+// planAction routes the custom verbs of a plan: :apply and :rebase.
 func (s *Server) planAction(c *gin.Context) {
+	if _, ok := customVerb(c.Param("id"), "rebase"); ok {
+		s.rebasePlan(c)
+		return
+	}
 	id, ok := customVerb(c.Param("id"), "apply")
 	if !ok {
 		s.fail(c, notFound)
@@ -155,6 +167,23 @@ func (s *Server) planAction(c *gin.Context) {
 			return s.errorResponse(c, err)
 		}
 		return applyResponse(res)
+	})
+}
+
+// rebasePlan answers, in order: 401 (middleware), 400, the idempotency
+// answers, 404, 403, 429/503, 409 config_plan_not_applicable, then the 422
+// and 413 of plan creation.
+func (s *Server) rebasePlan(c *gin.Context) {
+	id, body, ok := s.verbWithoutInput(c, "id", "rebase")
+	if !ok {
+		return
+	}
+	s.idempotent(c, body, func(ctx context.Context, _ string) response {
+		pr, err := s.d.Plans.PrepareRebase(ctx, actor(c), id)
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		return s.createAdmitted(ctx, c, pr)
 	})
 }
 

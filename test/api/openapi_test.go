@@ -296,7 +296,11 @@ func TestOpenAPIDescribesARealAnswerOfEveryOperation(t *testing.T) {
 	do(404, apitest.Request{Method: "GET", Path: "/v1/config-revisions/cfgr_01m4qpqtywfs7930tb6kqn5rc5"})
 	do(200, apitest.Request{Method: "GET", Path: "/v1/management-logs"})
 	do(200, apitest.Request{Method: "GET", Path: "/v1/management-logs?type=connection.created"})
-	do(201, apitest.Request{Method: "POST", Path: "/v1/config-revisions/" + rev + ":restore"})
+	restored := do(201, apitest.Request{Method: "POST", Path: "/v1/config-revisions/" + rev + ":restore"})
+	// A rebase of the restore plan, and of the applied plan (refused).
+	do(201, apitest.Request{Method: "POST", Path: "/v1/config-plans/" + restored.JSON()["id"].(string) + ":rebase"})
+	do(409, apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":rebase"})
+	do(400, apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":rebase", Body: map[string]any{"x": 1}})
 	do(400, apitest.Request{Method: "POST", Path: "/v1/config-revisions/" + rev + ":restore", Body: map[string]any{"x": 1}})
 
 	// Connection tests: a success, a failure, and the refusals.
