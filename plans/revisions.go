@@ -2,9 +2,11 @@ package plans
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/revisions"
 )
 
@@ -73,6 +75,59 @@ func (s *Service) revision(ctx context.Context, a Actor, id, perm string) (*revi
 		return nil, err
 	}
 	return rev, nil
+}
+
+// RevisionDiff is a revision beside the configuration now (§14).
+type RevisionDiff struct {
+	Object     string                 `json:"object"`
+	RevisionID string                 `json:"revision_id"`
+	Resources  []RevisionDiffResource `json:"resources"`
+}
+
+// RevisionDiffResource is a resource of a revision: its recorded version
+// and spec, those of now (nil: it no longer exists) and the diff from now
+// to the recorded spec, which is what a restore would write.
+type RevisionDiffResource struct {
+	Kind          string          `json:"kind"`
+	Key           string          `json:"key"`
+	VersionBefore *int            `json:"version_before"`
+	VersionNow    *int            `json:"version_now"`
+	SpecBefore    json.RawMessage `json:"spec_before"`
+	SpecNow       json.RawMessage `json:"spec_now"`
+	Diff          []DiffOp        `json:"diff"`
+}
+
+// DiffRevision compares every resource of a revision with its state now,
+// in the order of the revision. It needs the permissions of GetRevision and
+// writes nothing.
+func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*RevisionDiff, error) {
+	rev, err := s.GetRevision(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	var sel configdb.Selection
+	for _, r := range rev.Resources {
+		sel.Keys = append(sel.Keys, [2]string{r.Kind, r.Key})
+	}
+	now := state{}
+	if len(sel.Keys) > 0 {
+		rows, err := s.db.LoadResources(ctx, a.EnvironmentID, sel)
+		if err != nil {
+			return nil, err
+		}
+		now.add(rows, true)
+	}
+	out := &RevisionDiff{Object: "config_revision_diff", RevisionID: rev.ID, Resources: make([]RevisionDiffResource, 0, len(rev.Resources))}
+	for _, r := range rev.Resources {
+		d := RevisionDiffResource{Kind: r.Kind, Key: r.Key, VersionBefore: r.VersionBefore, SpecBefore: canonical(r.SpecBefore)}
+		if cur := now.get(Kind(r.Kind), r.Key); cur != nil {
+			v := cur.Version
+			d.VersionNow, d.SpecNow = &v, json.RawMessage(cur.Spec)
+		}
+		d.Diff = Diff(d.SpecNow, d.SpecBefore)
+		out.Resources = append(out.Resources, d)
+	}
+	return out, nil
 }
 
 // ListRevisions lists the revisions of the actor's environment, newest first.

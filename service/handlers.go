@@ -230,6 +230,13 @@ func (s *Server) getRevision(c *gin.Context) {
 	s.write(c, jsonResponse(http.StatusOK, viewRevision(rev, true)))
 }
 
+// diffRevision answers a revision beside the configuration now; it writes
+// nothing and takes no rate limit.
+func (s *Server) diffRevision(c *gin.Context) {
+	d, err := s.d.Plans.DiffRevision(c.Request.Context(), actor(c), c.Param("id"))
+	s.answer(c, d, err)
+}
+
 func (s *Server) listRevisions(c *gin.Context) {
 	listed(s, c, plans.PrefixRevision, func(ctx context.Context, lp plans.ListParams) (plans.Page[revisionView], error) {
 		pg, err := s.d.Plans.ListRevisions(ctx, actor(c), lp)

@@ -109,6 +109,7 @@ func New(d Deps) *gin.Engine {
 	api.GET("/config-plans/:id/events", s.listEvents)
 	api.GET("/config-revisions", s.listRevisions)
 	api.GET("/config-revisions/:id", s.getRevision)
+	api.GET("/config-revisions/:id/diff", s.diffRevision)
 	api.POST("/config-revisions/:id", s.revisionAction)
 	api.POST("/connections/:key", s.connectionAction)
 	api.GET("/management-logs", s.listLogs)
