@@ -25,9 +25,10 @@ func (a *app) configCommand() *cobra.Command {
 		Example: `  keenauth config export -o keenauth.json
   keenauth config plan -f keenauth.json
   keenauth config show cfgp_…
+  keenauth config rebase cfgp_…
   keenauth config apply cfgp_… --secrets-from-env --sp-host login.shop.example`,
 	})
-	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.applyCommand())
+	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.rebaseCommand(), a.applyCommand())
 	return c
 }
 
@@ -224,6 +225,44 @@ changes (whatever its status) and 1 on any failure.`,
 				return err
 			}
 			resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: "/v1/config-plans/" + url.PathEscape(args[0])})
+			if err != nil {
+				return err
+			}
+			return a.printPlan(resp, view)
+		},
+	}
+	view.add(a, c, true)
+	return c
+}
+
+func (a *app) rebaseCommand() *cobra.Command {
+	var view planView
+	c := &cobra.Command{
+		Use:   "rebase PLAN",
+		Short: "Plan a plan's document again, against the configuration as it is now",
+		Long: `Creates a new plan of the same desired state as PLAN (the same specs and
+deletions, the same --prune), computed against the configuration as it is
+now, and prints it as config plan does, after what moved since PLAN was
+planned: each of its resources whose version changed, with the diff from the
+spec PLAN was based on to the spec now, and each planned type that other
+changes touched. PLAN may be planned, conflicted or expired, and keeps its
+status. Review the new plan, then apply it.
+
+--detailed-exitcode exits 0 when the new plan changes nothing, 2 when it has
+changes and 1 on any failure.`,
+		Example: `  keenauth config rebase cfgp_01m4qpqtywfs7930tb6kqn5rc5
+  keenauth config rebase cfgp_01m4qpqtywfs7930tb6kqn5rc5 --json | jq .moved`,
+		Args:              exactArgs("PLAN"),
+		ValidArgsFunction: a.completePlans(""),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := a.api()
+			if err != nil {
+				return err
+			}
+			// A generated key makes the rebase safe to retry: a retry after
+			// a lost answer gets the same plan, not a second one.
+			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans/" + url.PathEscape(args[0]) + ":rebase",
+				body: []byte("{}"), idempotencyKey: newIdempotencyKey()})
 			if err != nil {
 				return err
 			}

@@ -140,6 +140,7 @@ func (a *app) revisionsCommand() *cobra.Command {
 		Short: "List, show and restore revisions (the configuration before each apply)",
 		Example: `  keenauth revisions list
   keenauth revisions show cfgr_…
+  keenauth revisions diff cfgr_…
   keenauth revisions restore cfgr_…`,
 	})
 	var lf listFlags
@@ -186,6 +187,37 @@ func (a *app) revisionsCommand() *cobra.Command {
 			return nil
 		},
 	}
+	diff := &cobra.Command{
+		Use:   "diff REVISION",
+		Short: "Compare a revision with the configuration now: what a restore would write",
+		Long: `Prints each resource of the revision with its recorded version beside
+today's, and the changes from today's spec to the recorded one (old → new),
+which is what revisions restore would plan. Nothing is written.`,
+		Example: `  keenauth revisions diff cfgr_01m4qpqtywfs7930tb6kqn5rc5
+  keenauth revisions diff cfgr_01m4qpqtywfs7930tb6kqn5rc5 --json | jq '.resources[] | select(.diff != [])'`,
+		Args:              exactArgs("REVISION"),
+		ValidArgsFunction: a.completeRevisions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := a.api()
+			if err != nil {
+				return err
+			}
+			resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: "/v1/config-revisions/" + url.PathEscape(args[0]) + "/diff"})
+			if err != nil {
+				return err
+			}
+			if a.json {
+				writeRaw(a.stdout, resp.body)
+				return nil
+			}
+			var d revisionDiff
+			if err := decode(resp, &d); err != nil {
+				return err
+			}
+			renderRevisionDiff(a.stdout, newPalette(a.stdout, a.env), &d)
+			return nil
+		},
+	}
 	var restoreView planView
 	restore := &cobra.Command{
 		Use:   "restore REVISION",
@@ -210,7 +242,7 @@ to the state it recorded. Nothing changes until that plan is applied.`,
 		},
 	}
 	restoreView.add(a, restore, false)
-	c.AddCommand(list, show, restore)
+	c.AddCommand(list, show, diff, restore)
 	return c
 }
 

@@ -30,6 +30,31 @@ type plan struct {
 	ExpiresAt       string    `json:"expires_at"`
 	AppliedAt       *string   `json:"applied_at"`
 	RevisionID      *string   `json:"revision_id"`
+	RebasedFrom     *string   `json:"rebased_from"`
+	Moved           []moved   `json:"moved"`
+}
+
+// moved is what moved since the source of a rebase was planned: a
+// resource (Key set) or a type whose content changed (Key nil).
+type moved struct {
+	Kind        string   `json:"kind"`
+	Key         *string  `json:"key"`
+	VersionThen *int     `json:"version_then"`
+	VersionNow  *int     `json:"version_now"`
+	Diff        []diffOp `json:"diff"`
+	Code        string   `json:"code"`
+}
+
+// revisionDiff is a revision beside the configuration now.
+type revisionDiff struct {
+	RevisionID string `json:"revision_id"`
+	Resources  []struct {
+		Kind          string   `json:"kind"`
+		Key           string   `json:"key"`
+		VersionBefore *int     `json:"version_before"`
+		VersionNow    *int     `json:"version_now"`
+		Diff          []diffOp `json:"diff"`
+	} `json:"resources"`
 }
 
 type change struct {
@@ -360,6 +385,9 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 		types += " (prune: resources the document leaves out are deleted)"
 	}
 	fmt.Fprintf(w, "Types: %s\n\n", types)
+	if pl.RebasedFrom != nil {
+		renderMoved(w, p, *pl.RebasedFrom, pl.Moved)
+	}
 	renderChanges(w, p, pl.Changes, showUnchanged)
 	fmt.Fprintf(w, "\nSummary: %s.\n", pl.Summary)
 	if len(pl.Warnings) > 0 {
@@ -395,6 +423,66 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 	default:
 		fmt.Fprintf(w, "\nThis plan is %s and can no longer be applied: make a new plan (keenauth config plan -f FILE).\n", pl.Status)
 	}
+}
+
+// renderMoved writes what moved since the source of a rebase was planned:
+// each resource with its versions and the diff from the spec the source
+// was based on to the spec now, then each type whose content changed.
+func renderMoved(w io.Writer, p palette, source string, ms []moved) {
+	if len(ms) == 0 {
+		fmt.Fprintf(w, "Rebased from %s: nothing it planned has moved since.\n\n", source)
+		return
+	}
+	fmt.Fprintf(w, "Rebased from %s. Moved since it was planned (then → now):\n", source)
+	for _, m := range ms {
+		if m.Key == nil {
+			fmt.Fprintf(w, "  %s %s  other resources of this type changed (%s)\n", p.yellow("!"), m.Kind, m.Code)
+			continue
+		}
+		then, now := "did not exist", "gone"
+		if m.VersionThen != nil {
+			then = "version " + strconv.Itoa(*m.VersionThen)
+		}
+		if m.VersionNow != nil {
+			now = "version " + strconv.Itoa(*m.VersionNow)
+		}
+		fmt.Fprintf(w, "  %s %s  (%s → %s)\n", p.yellow("!"), p.bold(m.Kind+"/"+*m.Key), then, now)
+		for _, l := range diffLines(m.Diff) {
+			fmt.Fprintln(w, "      "+colourDiffLine(p, l))
+		}
+	}
+	fmt.Fprintln(w, "\nThe changes below are planned against the configuration as it is now.")
+	fmt.Fprintln(w)
+}
+
+// renderRevisionDiff writes each resource of a revision beside today's:
+// the diff from the spec now to the recorded one, which is what a restore
+// would write.
+func renderRevisionDiff(w io.Writer, p palette, d *revisionDiff) {
+	fmt.Fprintf(w, "%s %s beside the configuration now\n", p.bold("Revision"), p.bold(d.RevisionID))
+	fmt.Fprintln(w, "What a restore would write (now → recorded):")
+	fmt.Fprintln(w)
+	if len(d.Resources) == 0 {
+		fmt.Fprintln(w, "  (no resources)")
+	}
+	for _, r := range d.Resources {
+		recorded, now := "did not exist before the apply", "gone now"
+		if r.VersionBefore != nil {
+			recorded = "version " + strconv.Itoa(*r.VersionBefore) + " before the apply"
+		}
+		if r.VersionNow != nil {
+			now = "version " + strconv.Itoa(*r.VersionNow) + " now"
+		}
+		state := recorded + ", " + now
+		if len(r.Diff) == 0 {
+			state += ": as recorded"
+		}
+		fmt.Fprintf(w, "  %s  (%s)\n", p.bold(r.Kind+"/"+r.Key), state)
+		for _, l := range diffLines(r.Diff) {
+			fmt.Fprintln(w, "      "+colourDiffLine(p, l))
+		}
+	}
+	fmt.Fprintf(w, "\nTo plan these changes: keenauth revisions restore %s\n", d.RevisionID)
 }
 
 // renderApplied writes the outcome of an apply.

@@ -1,13 +1,15 @@
 // Command keenauth is the command-line client of the Keenauth config plans
 // API: export the configuration, plan a document, review and apply the
-// plan, list and restore revisions, read the management log.
+// plan, rebase a plan onto the configuration now, list, compare and restore
+// revisions, read the management log.
 //
 //	keenauth config export [--types connection,api] [-o FILE]
 //	keenauth config plan -f FILE [--prune] [--show-unchanged] [--detailed-exitcode]
 //	keenauth config show PLAN [--show-unchanged] [--detailed-exitcode]
+//	keenauth config rebase PLAN [--show-unchanged] [--detailed-exitcode]
 //	keenauth config apply PLAN [--confirm-deletion KIND/KEY]… [--secrets-from-env] [--sp-host H] [--idempotency-key K] [--validate-only]
 //	keenauth plans list [--status S] [--limit N]
-//	keenauth revisions list | show ID | restore ID
+//	keenauth revisions list | show ID | diff ID | restore ID
 //	keenauth logs [--type T]
 //	keenauth connections test KEY
 //	keenauth whoami
