@@ -457,7 +457,8 @@ func TestPlanOfExampleDocument(t *testing.T) {
 	  "required_secrets": ["KEENAUTH_CONNECTION_ACME_SSO_CLIENT_SECRET"],
 	  "requires_sp_host": true,
 	  "summary": {"create": 4, "update": 1, "delete": 1, "no_op": 0},
-	  "created_at": "…", "expires_at": "…", "applied_at": null, "revision_id": null, "created_by": "`+keyID+`"
+	  "created_at": "…", "expires_at": "…", "applied_at": null, "revision_id": null, "created_by": "`+keyID+`",
+	  "rebased_from": null, "moved": []
 	}`)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
