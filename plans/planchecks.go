@@ -25,6 +25,7 @@ type planState struct {
 	gens              map[Kind]int64
 	material          map[string]string // connection id → confirmed material hash
 	policies          Policies
+	expected          []ExpectedVersion
 	entries           []entry
 	inDoc             map[string]bool // the document's resources, kind/key
 	keep              map[string]bool // connections whose current material the plan keeps
@@ -33,12 +34,19 @@ type planState struct {
 
 // runPlanChecks answers the planner's checks in the order of §5: every
 // problem of the document and its references at once (validation_failed),
-// then the environment's policies (policy_conflict).
+// then the resources the request expected at versions they are no longer
+// at (config_conflict: a state check, after the document's own problems as
+// the apply's row 13 comes after row 10), then the environment's policies
+// (policy_conflict).
 func runPlanChecks(ps *planState, problems []FieldError) error {
 	problems = append(problems, referenceProblems(ps.entries, ps.post)...)
 	if len(problems) > 0 {
 		sortProblems(problems)
 		return Problems(CodeValidationFailed, problems)
+	}
+	if moved := versionConflicts(ps.expected, ps.cur); len(moved) > 0 {
+		return &Error{Code: CodeConfigConflict, Errors: moved,
+			Detail: fmt.Sprintf("%d of the listed versions moved since the export; export again and redo the edit", len(moved))}
 	}
 	if violations := planPolicyViolations(ps.entries, ps.cur, ps.policies); len(violations) > 0 {
 		sortProblems(violations)

@@ -24,12 +24,16 @@ type PlanRequest struct {
 	Problems []FieldError // 422-class problems found while decoding
 	// DocumentBytes is the size of the config member as sent.
 	DocumentBytes int
+	// Versions are the versions the request expects resources at (§13):
+	// one that moved refuses the plan.
+	Versions []ExpectedVersion
 }
 
 // RequiredPermissions are the permissions plan creation needs: config:write
-// and the read permission of every planned type.
+// and the read permission of every planned type, and of every type whose
+// versions the request lists (their check tells those versions).
 func (pr *PlanRequest) RequiredPermissions() []string {
-	return readPerms(pr.Doc.Types, PermConfigWrite)
+	return readPerms(append(slices.Clone(pr.Doc.Types), versionKinds(pr.Versions)...), PermConfigWrite)
 }
 
 // PendingPlan is a plan creation, or a restore, whose permissions hold:
@@ -76,7 +80,7 @@ func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
 	defer s.observePlanCreated(&err)
 	var plan *Plan
 	err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-		p, err := s.computePlan(ctx, tx, pp.a, pr.Doc, pr.Prune, pr.Problems)
+		p, err := s.computePlan(ctx, tx, pp.a, pr)
 		if err != nil {
 			return err
 		}
@@ -106,16 +110,17 @@ func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
 }
 
 // computePlan reads the environment (in tx, a consistent snapshot) and
-// computes the plan of doc in phases: load what the plan needs, lay the
-// document over it, check the result (validation_failed, then
-// policy_conflict), then build the changes in write order.
-func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc *Document, prune bool, problems []FieldError) (*Plan, error) {
-	ps, err := loadPlanState(ctx, tx, a.EnvironmentID, doc, prune)
+// computes the plan of a request in phases: load what the plan needs, lay
+// the document over it, check the result (validation_failed, the expected
+// versions, policy_conflict), then build the changes in write order.
+func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, pr *PlanRequest) (*Plan, error) {
+	ps, err := loadPlanState(ctx, tx, a.EnvironmentID, pr.Doc, pr.Prune, pr.Versions)
 	if err != nil {
 		return nil, err
 	}
-	ps.entries, ps.inDoc = planEntries(doc, ps.planned, prune, ps.cur)
-	problems = append(slices.Clone(problems), ps.keepMaterial()...)
+	ps.expected = pr.Versions
+	ps.entries, ps.inDoc = planEntries(pr.Doc, ps.planned, pr.Prune, ps.cur)
+	problems := append(slices.Clone(pr.Problems), ps.keepMaterial()...)
 	ps.post = &postState{cur: ps.cur, specs: map[string]json.RawMessage{}}
 	for _, e := range ps.entries {
 		ps.post.specs[resourceRef(e.kind, e.key)] = e.spec
@@ -134,8 +139,9 @@ func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, doc
 // loadPlanState reads what planning doc needs: the resources it names and
 // those they reference, whole kinds for prune and for deletions, the
 // generations of the planned and referencing types, the confirmed OIDC
-// material and the policies.
-func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Document, prune bool) (*planState, error) {
+// material and the policies, and the resources whose versions the request
+// lists.
+func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Document, prune bool, expected []ExpectedVersion) (*planState, error) {
 	ps := &planState{prune: prune, planned: slices.Clone(doc.Types)}
 	sortKinds(ps.planned)
 	if prune {
@@ -149,6 +155,9 @@ func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Docu
 		for _, e := range doc.Entries[k] {
 			n.resource(k, e.Key, e.Spec)
 		}
+	}
+	for _, ev := range expected {
+		n.key(ev.Kind, ev.Key)
 	}
 	if prune {
 		// Whatever prune deletes can be referenced from anywhere.

@@ -140,7 +140,7 @@ func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 			return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is " + src.Status + " and cannot be rebased",
 				Extra: map[string]any{"plan_status": src.Status}}
 		}
-		p, err := s.computePlan(ctx, tx, a, src.desiredState(), src.Prune, nil)
+		p, err := s.computePlan(ctx, tx, a, &PlanRequest{Doc: src.desiredState(), Prune: src.Prune})
 		if err != nil {
 			return src.sourcePointers(err)
 		}

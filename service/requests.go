@@ -28,10 +28,10 @@ func ParsePlanRequest(body []byte) (*plans.PlanRequest, error) {
 		return nil, err
 	}
 	// Every 400-class problem is reported: unknown members, a prune that is
-	// not a boolean, and those of the document.
+	// not a boolean, those of the versions and those of the document.
 	var bad []plans.FieldError
 	for k := range top {
-		if k != "config" && k != "prune" && k != "$schema" {
+		if k != "config" && k != "prune" && k != "versions" && k != "$schema" {
 			bad = append(bad, plans.FieldError{Pointer: plans.Pointer(k), Code: plans.CodeUnknownField, Detail: "unknown field " + plans.QuoteShort(k)})
 		}
 	}
@@ -49,6 +49,11 @@ func ParsePlanRequest(body []byte) (*plans.PlanRequest, error) {
 		if err := json.Unmarshal(raw, &pr.Prune); err != nil {
 			bad = append(bad, plans.FieldError{Pointer: "/prune", Code: plans.CodeMalformedRequest, Detail: "prune must be a boolean"})
 		}
+	}
+	if raw, ok := top["versions"]; ok {
+		var problems []plans.FieldError
+		pr.Versions, problems = plans.DecodeVersions(raw, "/versions")
+		bad = append(bad, problems...)
 	}
 	raw, ok := top["config"]
 	if !ok || string(raw) == "null" {
