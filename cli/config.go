@@ -41,9 +41,11 @@ func (a *app) exportCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "export",
 		Short: "Write the current configuration as a document",
-		Long: `Writes the environment's current configuration as {"config": …}, a document
-that config plan accepts as it is. With --json the API's answer is written
-unchanged, versions of every resource included.`,
+		Long: `Writes the environment's current configuration as {"config": …, "versions": …},
+a document that config plan accepts as it is. The versions of every exported
+resource go with it: config plan sends them, and the API refuses the plan if
+any of those resources changed since the export (edit the config member, not
+the versions). With --json the API's answer is written unchanged.`,
 		Example: `  keenauth config export
   keenauth config export --types connection,api -o keenauth.json
   keenauth config export --json | jq .versions`,
@@ -64,13 +66,20 @@ unchanged, versions of every resource included.`,
 			body := resp.body
 			if !a.json {
 				var ex struct {
-					Config json.RawMessage `json:"config"`
+					Config   json.RawMessage `json:"config"`
+					Versions json.RawMessage `json:"versions"`
 				}
 				if err := decode(resp, &ex); err != nil {
 					return err
 				}
+				// The versions go with the document, so that planning it
+				// after an edit is refused if anything moved since.
+				doc := append(append([]byte(`{"config":`), ex.Config...), '}')
+				if len(ex.Versions) > 0 {
+					doc = append(append(append(doc[:len(doc)-1], `,"versions":`...), ex.Versions...), '}')
+				}
 				var buf bytes.Buffer
-				if err := json.Indent(&buf, append(append([]byte(`{"config":`), ex.Config...), '}'), "", "  "); err != nil {
+				if err := json.Indent(&buf, doc, "", "  "); err != nil {
 					return fmt.Errorf("the export is not valid JSON: %w", err)
 				}
 				body = buf.Bytes()
@@ -125,7 +134,9 @@ secrets the apply will need, and the command that applies it. FILE holds the
 document itself, or {"config": …} as config export writes it, in JSON or
 YAML (a .yaml or .yml file, or content that does not start as JSON does,
 with { or [), which is sent as the same JSON: the API's error pointers are
-the same either way.
+the same either way. The "versions" of an export are sent too: if a resource
+they list changed since the export, the plan is refused (exit 3) and nothing
+is stored; export again and redo the edit.
 
 With --prune, every existing resource of a planned type that the document
 leaves out is deleted. Unchanged resources are counted on one line unless
@@ -152,14 +163,15 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does.`,
 				return err
 			}
 			body, _ := json.Marshal(struct {
-				Config json.RawMessage `json:"config"`
-				Prune  bool            `json:"prune"`
-			}{doc, prune})
+				Config   json.RawMessage `json:"config"`
+				Prune    bool            `json:"prune"`
+				Versions json.RawMessage `json:"versions,omitempty"`
+			}{doc.config, prune, doc.versions})
 			// A generated key makes the creation safe to retry: a retry
 			// after a lost answer gets the same plan, not a second one.
 			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()})
 			if err != nil {
-				return err
+				return namingVersions(err, file)
 			}
 			return a.printPlan(resp, view)
 		},

@@ -15,14 +15,24 @@ import (
 // bigger file is refused before it is sent.
 const maxDocument = 12 << 20
 
+// planDocument is what -f holds: the configuration document and, for an
+// export, the versions it was exported at.
+type planDocument struct {
+	config json.RawMessage
+	// versions is the export's "versions" member as written (nil: none),
+	// sent with the plan so that a resource changed since the export
+	// refuses it.
+	versions json.RawMessage
+}
+
 // readDocument reads the configuration document of -f: a file path, or
 // "-" for stdin. The file holds either the document itself or an object
-// whose top level is {"config": …} as an export writes it (its "versions"
-// member, written by export --json, is ignored). A JSON document's bytes
-// are sent as they are: the API is the one that validates them. A YAML
-// document (see isYAML) is converted to the JSON it stands for, members in
-// the file's order, so the API's pointers are those of the JSON equivalent.
-func readDocument(path string, stdin io.Reader) (json.RawMessage, error) {
+// whose top level is {"config": …} as an export writes it, with its
+// "versions" member. A JSON document's bytes are sent as they are: the API
+// is the one that validates them. A YAML document (see isYAML) is converted
+// to the JSON it stands for, members in the file's order, so the API's
+// pointers are those of the JSON equivalent.
+func readDocument(path string, stdin io.Reader) (planDocument, error) {
 	name := path
 	var r io.Reader
 	if path == "-" {
@@ -30,44 +40,44 @@ func readDocument(path string, stdin io.Reader) (json.RawMessage, error) {
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, usagef("cannot read the document: %v", err)
+			return planDocument{}, usagef("cannot read the document: %v", err)
 		}
 		defer f.Close()
 		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxDocument+1))
 	if err != nil {
-		return nil, usagef("cannot read the document from %s: %v", name, err)
+		return planDocument{}, usagef("cannot read the document from %s: %v", name, err)
 	}
 	if len(b) > maxDocument {
-		return nil, usagef("the document in %s is over 12 MiB, the API's limit: plan fewer types at once", name)
+		return planDocument{}, usagef("the document in %s is over 12 MiB, the API's limit: plan fewer types at once", name)
 	}
 	if isYAML(path, b) {
 		if b, err = yamlToJSON(name, b); err != nil {
-			return nil, err
+			return planDocument{}, err
 		}
 		if len(b) > maxDocument {
-			return nil, usagef("the document in %s is over 12 MiB as JSON, the API's limit: plan fewer types at once", name)
+			return planDocument{}, usagef("the document in %s is over 12 MiB as JSON, the API's limit: plan fewer types at once", name)
 		}
 	}
 	return unwrapDocument(name, b)
 }
 
-func unwrapDocument(name string, b []byte) (json.RawMessage, error) {
+func unwrapDocument(name string, b []byte) (planDocument, error) {
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, usagef("%s is empty: it must hold a configuration document (a JSON object)", name)
+		return planDocument{}, usagef("%s is empty: it must hold a configuration document (a JSON object)", name)
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
-		return nil, usagef("%s is not a JSON object: %s", name, jsonErrorAt(b, err))
+		return planDocument{}, usagef("%s is not a JSON object: %s", name, jsonErrorAt(b, err))
 	}
 	if top == nil {
-		return nil, usagef("%s is not a JSON object: it holds null", name)
+		return planDocument{}, usagef("%s is not a JSON object: it holds null", name)
 	}
 	cfg, wrapped := top["config"]
 	if !wrapped {
-		return json.RawMessage(bytes.TrimSpace(b)), nil
+		return planDocument{config: json.RawMessage(bytes.TrimSpace(b))}, nil
 	}
 	var extra []string
 	for k := range top {
@@ -77,10 +87,14 @@ func unwrapDocument(name string, b []byte) (json.RawMessage, error) {
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return nil, usagef("%s has a top-level \"config\" member, so it is read as an export; an export has no member %s",
+		return planDocument{}, usagef("%s has a top-level \"config\" member, so it is read as an export; an export has no member %s",
 			name, quoteList(extra))
 	}
-	return cfg, nil
+	doc := planDocument{config: cfg}
+	if v, ok := top["versions"]; ok && string(bytes.TrimSpace(v)) != "null" {
+		doc.versions = v
+	}
+	return doc, nil
 }
 
 // jsonErrorAt locates a JSON syntax error by line and column.

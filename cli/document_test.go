@@ -7,15 +7,18 @@ import (
 
 func TestUnwrapDocumentTakesAnExportOrABareDocument(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
-		`{"apis": {}}`:                                   `{"apis": {}}`,
-		"\xef\xbb\xbf  {\"apis\": {}}\n":                 `{"apis": {}}`,
-		`{"config": {"apis": {}}}`:                       `{"apis": {}}`,
-		`{"config": {"apis": {}}, "versions": {"a": 1}}`: `{"apis": {}}`,
+	for in, want := range map[string][2]string{
+		`{"apis": {}}`:                                   {`{"apis": {}}`, ""},
+		"\xef\xbb\xbf  {\"apis\": {}}\n":                 {`{"apis": {}}`, ""},
+		`{"config": {"apis": {}}}`:                       {`{"apis": {}}`, ""},
+		`{"config": {"apis": {}}, "versions": {"a": 1}}`: {`{"apis": {}}`, `{"a": 1}`},
+		`{"config": {"apis": {}}, "versions": null}`:     {`{"apis": {}}`, ""},
+		// A bare document's "versions" is a document key (refused by the API).
+		`{"versions": {"a": 1}}`: {`{"versions": {"a": 1}}`, ""},
 	} {
 		got, err := unwrapDocument("f", []byte(in))
-		if err != nil || string(got) != want {
-			t.Errorf("unwrapDocument(%q) = %q, %v; want %q", in, got, err, want)
+		if err != nil || string(got.config) != want[0] || string(got.versions) != want[1] {
+			t.Errorf("unwrapDocument(%q) = %q, %q, %v; want %q", in, got.config, got.versions, err, want)
 		}
 	}
 	for in, want := range map[string]string{
@@ -65,8 +68,8 @@ connections:
 	}
 	// Wrapped as an export, it is unwrapped as a JSON export is.
 	doc, err := unwrapDocument("f.yaml", mustYAML(t, "config:\n  apis: {}\nversions:\n  api/orders: 3\n"))
-	if err != nil || string(doc) != `{"apis":{}}` {
-		t.Errorf("export in YAML: %s, %v", doc, err)
+	if err != nil || string(doc.config) != `{"apis":{}}` || string(doc.versions) != `{"api/orders":3}` {
+		t.Errorf("export in YAML: %s %s, %v", doc.config, doc.versions, err)
 	}
 }
 

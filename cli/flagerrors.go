@@ -75,6 +75,32 @@ func (f applyFlags) line(fe fieldError) (string, bool) {
 	return flag + ": " + what + " (" + fe.Code + ")", true
 }
 
+// namingVersions makes a plan's API error report its /versions/… pointers
+// by the resource of file's "versions" member that moved:
+//
+//	versions api/orders in keenauth.json: api/orders was listed at version 1 and is now at version 2 (version_changed)
+func namingVersions(err error, file string) error {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if file == "-" {
+		file = "standard input"
+	}
+	ae.flagOf = func(fe fieldError) (string, bool) {
+		name, ok := strings.CutPrefix(fe.Pointer, "/versions/")
+		if !ok || strings.Contains(name, "/") {
+			return "", false
+		}
+		what := strings.TrimSuffix(fe.Detail, ".")
+		if what == "" {
+			what = "refused"
+		}
+		return "versions " + unescapeToken(name) + " in " + file + ": " + what + " (" + fe.Code + ")", true
+	}
+	return err
+}
+
 // unescapeToken reads one RFC 6901 reference token.
 func unescapeToken(t string) string {
 	return strings.NewReplacer("~1", "/", "~0", "~").Replace(t)

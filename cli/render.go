@@ -665,7 +665,15 @@ func hint(p problem) string {
 			flags = append(flags, "--confirm-deletion "+d)
 		}
 		return "Confirm the deletions to apply: " + strings.Join(flags, " ")
-	case "config_conflict", "config_plan_expired":
+	case "config_conflict":
+		for _, fe := range p.Errors {
+			if strings.HasPrefix(fe.Pointer, "/versions/") {
+				return "Export again (keenauth config export -o FILE), redo the edit and plan that; " +
+					"to plan over those changes instead, remove the document's \"versions\" member."
+			}
+		}
+		return "Make a new plan: keenauth config plan -f FILE"
+	case "config_plan_expired":
 		return "Make a new plan: keenauth config plan -f FILE"
 	case "config_plan_not_applicable":
 		if p.PlanStatus == "applying" {

@@ -46,7 +46,7 @@ func runPlanChecks(ps *planState, problems []FieldError) error {
 	}
 	if moved := versionConflicts(ps.expected, ps.cur); len(moved) > 0 {
 		return &Error{Code: CodeConfigConflict, Errors: moved,
-			Detail: fmt.Sprintf("%d of the listed versions moved since the export; export again and redo the edit", len(moved))}
+			Detail: fmt.Sprintf("%d of the resources listed in versions changed since the export; nothing was stored", len(moved))}
 	}
 	if violations := planPolicyViolations(ps.entries, ps.cur, ps.policies); len(violations) > 0 {
 		sortProblems(violations)

@@ -46,7 +46,7 @@ var codes = map[plans.Code]int{
 var titles = map[plans.Code]string{
 	plans.CodeConfigPlanExpired:       "Config plan expired",
 	plans.CodeConfigPlanNotApplicable: "Config plan not applicable",
-	plans.CodeConfigConflict:          "Configuration changed since planning",
+	plans.CodeConfigConflict:          "Configuration changed",
 	plans.CodeIdempotencyKeyInUse:     "Idempotency key in use",
 	plans.CodeIdempotencyKeyMismatch:  "Idempotency key reused with another request",
 	plans.CodeInvalidIdempotencyKey:   "Invalid idempotency key",

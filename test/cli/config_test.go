@@ -36,21 +36,21 @@ func (h *harness) recorder(t *testing.T) *recorder {
 	return rec
 }
 
-func TestExportWritesTheConfigDocumentWithoutVersions(t *testing.T) {
+func TestExportWritesTheConfigDocumentWithItsVersions(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	h.seedLegacy(t)
 	r := must(t, h.run(t, "config", "export"))
 	got := r.JSON(t)
-	if _, ok := got["versions"]; ok {
-		t.Errorf("export without --json printed versions:\n%s", r.stdout)
+	if len(got) != 2 {
+		t.Errorf("export printed members other than config and versions: %v", got)
 	}
-	if len(got) != 1 {
-		t.Errorf("export printed members other than config: %v", got)
-	}
-	want, _ := h.Export()
+	want, wantVersions := h.Export()
 	if diff := cmp.Diff(want, got["config"]); diff != "" {
 		t.Errorf("exported config differs from the API's (-api +cli):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantVersions, got["versions"]); diff != "" || wantVersions["connection/legacy"] != 1.0 {
+		t.Errorf("exported versions differ from the API's (-api +cli):\n%s", diff)
 	}
 	if !strings.HasPrefix(r.stdout, "{\n  \"config\": {") {
 		t.Errorf("export is not indented for people:\n%s", r.stdout)
@@ -263,4 +263,42 @@ func TestCompletionOffersThePlansToApply(t *testing.T) {
 	if !strings.Contains(r.stdout, planned) || !strings.Contains(r.stdout, applied) {
 		t.Errorf("completion of config show:\n%s", r.stdout)
 	}
+}
+
+// TestPlanOfAStaleExportIsRefused edits an export after the configuration
+// changed: config plan sends the export's versions, the API refuses the
+// plan (exit 3), each moved resource is named by its versions member, and
+// nothing is stored.
+func TestPlanOfAStaleExportIsRefused(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	h.seedLegacy(t)
+	exported := must(t, h.run(t, "config", "export", "--types", "connection,api")).JSON(t)
+
+	// Meanwhile, someone renames legacy (version 1 → 2).
+	renamed := legacySpec()
+	renamed["display_name"] = "Legacy (renamed)"
+	p := h.Plan(map[string]any{"connections": map[string]any{"legacy": renamed}}, false)
+	h.Apply(p["id"].(string), map[string]any{})
+
+	// The edit of the export: legacy inactive.
+	exported["config"].(map[string]any)["connections"].(map[string]any)["legacy"].(map[string]any)["active"] = false
+	edited, _ := json.Marshal(exported)
+	before := len(must(t, h.run(t, "plans", "list", "--json")).JSON(t)["data"].([]any))
+	stale := h.runWith(t, invocation{stdin: string(edited)}, "config", "plan", "-f", "-")
+	wantExit(t, stale, 3)
+	golden(t, "stale", transcript(stale))
+	if after := len(must(t, h.run(t, "plans", "list", "--json")).JSON(t)["data"].([]any)); after != before {
+		t.Errorf("the refused plan was stored: %d plans, then %d", before, after)
+	}
+
+	// A file names itself; without the versions the same edit is planned.
+	file := writeJSON(t, "export.json", exported)
+	r := h.run(t, "config", "plan", "-f", file)
+	wantExit(t, r, 3)
+	if !strings.Contains(r.stderr, "versions connection/legacy in "+file+": ") {
+		t.Errorf("the refusal does not name the versions member and the file:\n%s", r.stderr)
+	}
+	delete(exported, "versions")
+	must(t, h.run(t, "config", "plan", "-f", writeJSON(t, "edited.json", exported)))
 }

@@ -58,7 +58,7 @@ func TestExitCodes(t *testing.T) {
 
 		{"applied already", nil, []string{"config", "apply", applied}, 3, []string{"plan status: applied", "(HTTP 409 config_plan_not_applicable"}},
 		{"configuration changed", nil, []string{"config", "apply", stale}, 3,
-			[]string{"Error: Configuration changed since planning: the configuration changed after the plan was made; create a new plan.\n",
+			[]string{"Error: Configuration changed: the configuration changed after the plan was made; create a new plan.\n",
 				"  /changes/0: version_changed", "(HTTP 409 config_conflict", "Make a new plan: keenauth config plan -f FILE"}},
 		{"unique value taken", nil, []string{"config", "apply", duplicate}, 3,
 			[]string{"Conflict: another resource already uses a unique value of this plan.", "  /changes/0/spec/display_name: duplicate", "(HTTP 409 conflict"}},
