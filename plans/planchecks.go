@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // entry is one resource the plan sets: a spec of the document, or a
@@ -87,23 +88,16 @@ func (ps *planState) keepMaterial() []FieldError {
 }
 
 // referenceProblems checks that the references of every resource of the
-// document resolve after the plan, and that no deletion (but of a
-// connection: the apply's row 15) leaves a reference behind.
+// document resolve after the plan, and that no deletion leaves a reference
+// behind (§13): the apply would refuse it from the same state (row 13 for
+// an api or an application, row 15 for a connection), which then only
+// catches a reference that appeared after planning.
 func referenceProblems(entries []entry, post *postState) []FieldError {
 	var problems []FieldError
 	for _, e := range entries {
 		if e.spec == nil {
-			if e.kind == KindConnection || post.specs[resourceRef(e.kind, e.key)] != nil || post.cur.get(e.kind, e.key) == nil {
-				continue
-			}
-			if refs := post.referrers(e.kind, e.key); len(refs) > 0 {
-				ptr := e.pointer
-				if ptr == "" {
-					info, _ := LookupKind(e.kind)
-					ptr = Pointer("config", info.DocKey)
-				}
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInUse,
-					Detail: fmt.Sprintf("%s is still referenced by %s", resourceRef(e.kind, e.key), refs[0])})
+			if p, ok := inUseProblem(e, post); ok {
+				problems = append(problems, p)
 			}
 			continue
 		}
@@ -119,6 +113,25 @@ func referenceProblems(entries []entry, post *postState) []FieldError {
 		}
 	}
 	return problems
+}
+
+// inUseProblem refuses the deletion of e when a resource of the post-plan
+// state still references it: at the deletion's member of the document, or
+// at /prune for one that the prune makes.
+func inUseProblem(e entry, post *postState) (FieldError, bool) {
+	if post.cur.get(e.kind, e.key) == nil {
+		return FieldError{}, false
+	}
+	refs := post.referrers(e.kind, e.key)
+	if len(refs) == 0 {
+		return FieldError{}, false
+	}
+	ptr := e.pointer
+	if ptr == "" {
+		ptr = "/prune"
+	}
+	return FieldError{Pointer: ptr, Code: CodeInUse,
+		Detail: fmt.Sprintf("%s is still referenced by %s", resourceRef(e.kind, e.key), strings.Join(refs, ", "))}, true
 }
 
 // planPolicyViolations checks every spec the plan changes against the

@@ -111,6 +111,23 @@ func (k *applyEnv) planAndApply(doc string, prune bool, body any) map[string]any
 }
 
 // seed applies applySeed.
+// planUsedLater plans doc, which deletes the connection db-main, while
+// the application portal does not use it, then makes portal use it again:
+// plan creation refuses a deletion in use, so only a reference that
+// appears after planning reaches the apply's row 15.
+func (k *applyEnv) planUsedLater(doc string) string {
+	k.t.Helper()
+	portal := func(connection string) string {
+		return `{"applications": {"portal": {"display_name": "Portal", "type": "regular_web",
+		  "callback_urls": ["https://portal.shop.example/callback"], "connections": ["` + connection + `"],
+		  "api_grants": [{"api": "orders", "scopes": ["read:orders"]}]}}}`
+	}
+	k.planAndApply(portal("github"), false, nil)
+	id := k.planID(doc, false)
+	k.planAndApply(portal("db-main"), false, nil)
+	return id
+}
+
 func (k *applyEnv) seed() {
 	k.t.Helper()
 	k.planAndApply(applySeed, false, nil)
@@ -673,7 +690,7 @@ func applyErrorCases() []applyCase {
 			events: rejectedInTx, eventCode: "conflict",
 			errors: []fieldProblem{{"/changes/1/spec/display_name", "duplicate"}},
 			setup: func(k *applyEnv) applyCall {
-				id := k.planID(`{"connections": {"db-main": null, "corp": `+databaseConnection("GitHub")+`}}`, false)
+				id := k.planUsedLater(`{"connections": {"db-main": null, "corp": `+databaseConnection("GitHub")+`}}`)
 				return applyCall{plan: id, body: map[string]any{"confirm_deletions": []any{"connection/db-main"}}}
 			}},
 
@@ -682,7 +699,7 @@ func applyErrorCases() []applyCase {
 			events: rejectedInTx, eventCode: "connection_in_use",
 			errors: []fieldProblem{{"/changes/0", "in_use"}},
 			setup: func(k *applyEnv) applyCall {
-				id := k.planID(`{"connections": {"db-main": null}}`, false)
+				id := k.planUsedLater(`{"connections": {"db-main": null}}`)
 				return applyCall{plan: id, body: map[string]any{"confirm_deletions": []any{"connection/db-main"}}}
 			},
 			check: func(k *applyEnv, r *apitest.Response) {
@@ -694,7 +711,7 @@ func applyErrorCases() []applyCase {
 			events: rejectedInTx, eventCode: "connection_in_use",
 			errors: []fieldProblem{{"/changes/0", "in_use"}},
 			setup: func(k *applyEnv) applyCall {
-				id := k.planID(`{"connections": {"db-main": null, "acme-sso": `+acmeActive+`}}`, false)
+				id := k.planUsedLater(`{"connections": {"db-main": null, "acme-sso": `+acmeActive+`}}`)
 				return applyCall{plan: id, body: map[string]any{"confirm_deletions": []any{"connection/db-main"},
 					"resolved_secrets": map[string]any{acmeSecret: "s"}, "sp_host": "login.shop.example"}}
 			}},

@@ -660,7 +660,7 @@ func TestPruneDeletesWhatTheDocumentLeavesOutOfPlannedTypesOnly(t *testing.T) {
 	// leave dangling references: refused, nothing stored.
 	before, _ := storedPlanRows(t, e)
 	r := postPlan(e, "", map[string]any{"config": docOf(t, `{"apis": {"billing": `+billing+`}}`), "prune": true})
-	expectErrors(t, expectProblem(t, r, http.StatusUnprocessableEntity, "validation_failed"), "/config/apis in_use")
+	expectErrors(t, expectProblem(t, r, http.StatusUnprocessableEntity, "validation_failed"), "/prune in_use")
 	if after, _ := storedPlanRows(t, e); after != before {
 		t.Errorf("a refused plan was stored: %d plans, then %d", before, after)
 	}
