@@ -18,6 +18,8 @@ const (
 	StatusApplied    = "applied"
 	StatusConflicted = "conflicted"
 	StatusExpired    = "expired"
+	// StatusPreview is the status of a plan previewed, never stored (§14).
+	StatusPreview = "preview"
 )
 
 // Change actions.
@@ -105,6 +107,24 @@ type Plan struct {
 	// keyFingerprint is the fingerprint of the Idempotency-Key request
 	// that claimed the plan (nil: none).
 	keyFingerprint *string
+}
+
+// PlanPreview is the plan that plan creation would store, as a preview
+// shows it (§14): status preview, and no id, expiry or creator, since
+// nothing is stored.
+type PlanPreview struct {
+	*Plan
+}
+
+// MarshalJSON writes the plan with id, expires_at and created_by null.
+func (p PlanPreview) MarshalJSON() ([]byte, error) {
+	type plain Plan
+	return json.Marshal(struct {
+		ID *string `json:"id"`
+		*plain
+		ExpiresAt *Time   `json:"expires_at"`
+		CreatedBy *string `json:"created_by"`
+	}{plain: (*plain)(p.Plan)})
 }
 
 // Time marshals as RFC 3339 UTC with milliseconds.

@@ -46,6 +46,8 @@ type PendingPlan struct {
 	// formerIDs are, for a restore, the ids of the deleted connections it
 	// brings back, by key.
 	formerIDs map[string]string
+	// preview marks a preview (PreparePreview), which stores nothing.
+	preview bool
 }
 
 // PreparePlan checks the permissions plan creation needs.
@@ -55,6 +57,16 @@ func (s *Service) PreparePlan(a Actor, pr *PlanRequest) (*PendingPlan, error) {
 		return nil, err
 	}
 	return &PendingPlan{s: s, a: a, pr: pr}, nil
+}
+
+// PreparePreview checks the permissions of a preview of plan creation
+// (§14): those of plan creation. A preview is not a plan creation: it is
+// not counted as one.
+func (s *Service) PreparePreview(a Actor, pr *PlanRequest) (*PendingPlan, error) {
+	if err := a.Require(pr.RequiredPermissions()...); err != nil {
+		return nil, err
+	}
+	return &PendingPlan{s: s, a: a, pr: pr, preview: true}, nil
 }
 
 // CreatePlan computes and stores a plan for the actor's environment,
@@ -70,8 +82,46 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest) (*Pl
 // Refused ends a plan creation that its admission refused with err
 // (returned).
 func (pp *PendingPlan) Refused(err error) error {
-	pp.s.observePlanCreated(&err)
+	if !pp.preview {
+		pp.s.observePlanCreated(&err)
+	}
 	return err
+}
+
+// Preview computes the plan that Create would store, with every check of
+// plan creation, and stores nothing: no plan, no event (§14).
+func (pp *PendingPlan) Preview(ctx context.Context) (*PlanPreview, error) {
+	s, pr := pp.s, pp.pr
+	var plan *Plan
+	err := s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
+		p, err := s.computePlan(ctx, tx, pp.a, pr)
+		if err != nil {
+			return err
+		}
+		if err := documentSize(pr); err != nil {
+			return err
+		}
+		if err := planSize(newPlanRow(p)); err != nil {
+			return err
+		}
+		plan = p
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan.Status = StatusPreview
+	return &PlanPreview{Plan: plan}, nil
+}
+
+// documentSize is the last answer of plan creation: the document is over
+// 10 MiB (the plan's own size is planSize).
+func documentSize(pr *PlanRequest) error {
+	if pr.DocumentBytes > MaxPlanBytes {
+		return &Error{Code: CodeConfigDocumentTooLarge,
+			Detail: fmt.Sprintf("the document takes %d bytes, over the limit of %d; plan fewer types", pr.DocumentBytes, MaxPlanBytes)}
+	}
+	return nil
 }
 
 // Create computes and stores the plan of an admitted creation.
@@ -86,9 +136,8 @@ func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
 		}
 		// The last answer of plan creation: the document or its plan is
 		// over 10 MiB (the plan's size is checked as it is stored).
-		if pr.DocumentBytes > MaxPlanBytes {
-			return &Error{Code: CodeConfigDocumentTooLarge,
-				Detail: fmt.Sprintf("the document takes %d bytes, over the limit of %d; plan fewer types", pr.DocumentBytes, MaxPlanBytes)}
+		if err := documentSize(pr); err != nil {
+			return err
 		}
 		// A deleted connection comes back with its former id, so the
 		// callback URL registered at its identity provider still works.
@@ -378,7 +427,8 @@ func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 	}
 }
 
-func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan) error {
+// newPlanRow is the stored form of a computed plan.
+func newPlanRow(p *Plan) *configdb.PlanRow {
 	row := &configdb.PlanRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: p.Status, Prune: p.Prune,
 		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: mustJSON(changeRecords(p.Changes)),
 		Warnings: mustJSON(p.Warnings), RequiredSecrets: mustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
@@ -387,9 +437,22 @@ func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *P
 	if p.RebasedFrom != nil {
 		row.Moved = mustJSON(p.Moved)
 	}
+	return row
+}
+
+// planSize refuses a plan whose stored form would be over 10 MiB.
+func planSize(row *configdb.PlanRow) error {
 	if size := len(row.Changes) + len(row.Warnings) + len(row.Versions) + len(row.Moved); size > MaxPlanBytes {
 		return &Error{Code: CodeConfigDocumentTooLarge,
 			Detail: fmt.Sprintf("the plan would take %d bytes, over the limit of %d; plan fewer types", size, MaxPlanBytes)}
+	}
+	return nil
+}
+
+func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan) error {
+	row := newPlanRow(p)
+	if err := planSize(row); err != nil {
+		return err
 	}
 	if err := tx.InsertPlan(ctx, row); err != nil {
 		return err

@@ -3,7 +3,7 @@ package ratelimit
 import "fmt"
 
 // PolicyHeader is the RateLimit-Policy value of §10 (IETF httpapi rate-limit
-// headers draft), e.g.
+// headers draft) for cfg's policies, e.g.
 //
 //	"config_plan";q=30;w=60, "config_plan_inflight";q=2;qu="concurrent-requests"
 //
@@ -11,10 +11,11 @@ import "fmt"
 func PolicyHeader(cfg Config) string {
 	cfg = cfg.WithDefaults()
 	return fmt.Sprintf(`"%s";q=%d;w=%d, "%s";q=%d;qu="concurrent-requests"`,
-		PolicyConfigPlan, cfg.Quota, ceilSeconds(cfg.Window), PolicyInflight, cfg.Inflight)
+		cfg.Policy, cfg.Quota, ceilSeconds(cfg.Window), cfg.InflightPolicy(), cfg.Inflight)
 }
 
-// RateLimitHeader is the RateLimit value of §10 for a decision, e.g.
+// RateLimitHeader is the RateLimit value of §10 for a decision of cfg's
+// policies, e.g.
 //
 //	"config_plan";r=12;t=2
 //
@@ -26,17 +27,19 @@ func PolicyHeader(cfg Config) string {
 // so the t of the denying policy always equals Retry-After. A failed-open
 // decision knows nothing about the limits: the value is empty and the header
 // should be left out.
-func RateLimitHeader(d Decision) string {
+func RateLimitHeader(cfg Config, d Decision) string {
 	if d.FailedOpen {
 		return ""
 	}
+	cfg = cfg.WithDefaults()
+	rate, inflight := cfg.Policy, cfg.InflightPolicy()
 	t := ceilSeconds(d.Reset)
-	if !d.Allowed && d.Policy == PolicyConfigPlan {
+	if !d.Allowed && d.Policy == rate {
 		t = ceilSeconds(d.RetryAfter)
 	}
-	s := fmt.Sprintf(`"%s";r=%d;t=%d`, PolicyConfigPlan, d.Remaining, t)
-	if !d.Allowed && d.Policy == PolicyInflight {
-		s += fmt.Sprintf(`, "%s";r=0;t=%d`, PolicyInflight, ceilSeconds(d.RetryAfter))
+	s := fmt.Sprintf(`"%s";r=%d;t=%d`, rate, d.Remaining, t)
+	if !d.Allowed && d.Policy == inflight {
+		s += fmt.Sprintf(`, "%s";r=0;t=%d`, inflight, ceilSeconds(d.RetryAfter))
 	}
 	return s
 }

@@ -14,6 +14,7 @@ func TestPolicyHeader(t *testing.T) {
 		{Config{}, `"config_plan";q=30;w=60, "config_plan_inflight";q=2;qu="concurrent-requests"`},
 		{Config{Quota: 100, Window: time.Hour, Inflight: 5}, `"config_plan";q=100;w=3600, "config_plan_inflight";q=5;qu="concurrent-requests"`},
 		{Config{Quota: 3, Window: 1500 * time.Millisecond}, `"config_plan";q=3;w=2, "config_plan_inflight";q=2;qu="concurrent-requests"`},
+		{Config{Policy: PolicyPreview}, `"config_preview";q=120;w=60, "config_preview_inflight";q=4;qu="concurrent-requests"`},
 	}
 	for _, tt := range tests {
 		if got := PolicyHeader(tt.cfg); got != tt.want {
@@ -40,9 +41,23 @@ func TestRateLimitHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RateLimitHeader(tt.d); got != tt.want {
+			if got := RateLimitHeader(Config{}, tt.d); got != tt.want {
 				t.Errorf("RateLimitHeader = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestRateLimitHeaderOfThePreviewPolicies(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Policy: PolicyPreview}
+	for d, want := range map[Decision]string{
+		{Allowed: true, Remaining: 119, Reset: 500 * time.Millisecond}:                                 `"config_preview";r=119;t=1`,
+		{Policy: PolicyPreview, Reset: 400 * time.Millisecond, RetryAfter: time.Second}:                `"config_preview";r=0;t=1`,
+		{Policy: PolicyPreviewInflight, Remaining: 3, Reset: time.Second, RetryAfter: 2 * time.Second}: `"config_preview";r=3;t=1, "config_preview_inflight";r=0;t=2`,
+	} {
+		if got := RateLimitHeader(cfg, d); got != want {
+			t.Errorf("RateLimitHeader(%+v) = %s, want %s", d, got, want)
+		}
 	}
 }

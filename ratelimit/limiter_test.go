@@ -92,7 +92,7 @@ type view struct {
 }
 
 func viewOf(d Decision) view {
-	return view{Allowed: d.Allowed, Policy: d.Policy, Remaining: d.Remaining, RateLimit: RateLimitHeader(d), RetryAfter: d.RetryAfter}
+	return view{Allowed: d.Allowed, Policy: d.Policy, Remaining: d.Remaining, RateLimit: RateLimitHeader(Config{}, d), RetryAfter: d.RetryAfter}
 }
 
 // mustAdmit admits one request, which must get a real decision.

@@ -114,3 +114,29 @@ func TestMemoryFleetHoldsUntilRelease(t *testing.T) {
 		t.Errorf("after Release: refused")
 	}
 }
+
+// TestMemoryLimiterOfThePreviewPolicy names its own policies when it
+// denies, and keeps its state apart from config_plan's.
+func TestMemoryLimiterOfThePreviewPolicy(t *testing.T) {
+	t.Parallel()
+	preview := NewMemoryLimiter(Config{Policy: PolicyPreview, Quota: 2, Window: time.Hour, Inflight: 1}, nil)
+	plan := NewMemoryLimiter(Config{Quota: 2, Window: time.Hour, Inflight: 1}, nil)
+	d, slot := mustAdmit(t, preview, "env")
+	if !d.Allowed {
+		t.Fatalf("first preview denied: %+v", d)
+	}
+	if d, _ := mustAdmit(t, preview, "env"); d.Allowed || d.Policy != PolicyPreviewInflight {
+		t.Errorf("a second preview at once: %+v, want denied by %s", d, PolicyPreviewInflight)
+	}
+	if d, s := mustAdmit(t, plan, "env"); !d.Allowed {
+		t.Errorf("config_plan denied by a preview: %+v", d)
+	} else {
+		s.Release()
+	}
+	slot.Release()
+	_, slot = mustAdmit(t, preview, "env")
+	slot.Release()
+	if d, _ := mustAdmit(t, preview, "env"); d.Allowed || d.Policy != PolicyPreview {
+		t.Errorf("a third preview: %+v, want denied by %s", d, PolicyPreview)
+	}
+}

@@ -46,16 +46,22 @@ import (
 const (
 	PolicyConfigPlan = "config_plan"
 	PolicyInflight   = "config_plan_inflight"
+	// The previews of plan creation (§14) have limits of their own.
+	PolicyPreview         = "config_preview"
+	PolicyPreviewInflight = "config_preview_inflight"
 )
 
-// Defaults of Config and of the fleet capacity (§11).
+// Defaults of Config and of the fleet capacity (§11), and of a Config of
+// PolicyPreview (§14).
 const (
-	DefaultQuota       = 30
-	DefaultWindow      = 60 * time.Second
-	DefaultInflight    = 2
-	DefaultLease       = 120 * time.Second // twice the default apply lease
-	DefaultCallTimeout = 150 * time.Millisecond
-	DefaultFleetLimit  = 64
+	DefaultQuota           = 30
+	DefaultWindow          = 60 * time.Second
+	DefaultInflight        = 2
+	DefaultPreviewQuota    = 120
+	DefaultPreviewInflight = 4
+	DefaultLease           = 120 * time.Second // twice the default apply lease
+	DefaultCallTimeout     = 150 * time.Millisecond
+	DefaultFleetLimit      = 64
 )
 
 // slotTimeout bounds Renew and Release. It is longer than a call on the
@@ -73,23 +79,35 @@ var ErrLeaseLost = errors.New("ratelimit: lease lost")
 
 // Config sets the limits of one deployment. Zero fields take their defaults.
 type Config struct {
-	Quota       int           // config_plan requests per Window
-	Window      time.Duration // config_plan window
-	Inflight    int           // config_plan_inflight concurrent requests per environment
+	// Policy names the rate policy (default PolicyConfigPlan, or
+	// PolicyPreview); its concurrency policy is Policy + "_inflight". The
+	// state of each policy is kept apart.
+	Policy      string
+	Quota       int           // requests per Window
+	Window      time.Duration // the rate policy's window
+	Inflight    int           // concurrent requests per environment
 	Lease       time.Duration // lease of an in-flight slot, renewed by its holder
 	CallTimeout time.Duration // deadline of one Redis call
 }
 
-// WithDefaults returns c with every zero or negative field set to its default.
+// WithDefaults returns c with every zero or negative field set to its
+// default, those of its policy for Quota and Inflight.
 func (c Config) WithDefaults() Config {
+	if c.Policy == "" {
+		c.Policy = PolicyConfigPlan
+	}
+	quota, inflight := DefaultQuota, DefaultInflight
+	if c.Policy == PolicyPreview {
+		quota, inflight = DefaultPreviewQuota, DefaultPreviewInflight
+	}
 	if c.Quota <= 0 {
-		c.Quota = DefaultQuota
+		c.Quota = quota
 	}
 	if c.Window <= 0 {
 		c.Window = DefaultWindow
 	}
 	if c.Inflight <= 0 {
-		c.Inflight = DefaultInflight
+		c.Inflight = inflight
 	}
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
@@ -98,6 +116,21 @@ func (c Config) WithDefaults() Config {
 		c.CallTimeout = DefaultCallTimeout
 	}
 	return c
+}
+
+// InflightPolicy is the name of c's concurrency policy.
+func (c Config) InflightPolicy() string {
+	return c.WithDefaults().Policy + "_inflight"
+}
+
+// keyPart is the part of the policy in a Redis key of an environment:
+// none for config_plan (the keys it always had), the policy's name for
+// the others.
+func (c Config) keyPart() string {
+	if p := c.WithDefaults().Policy; p != PolicyConfigPlan {
+		return p + ":"
+	}
+	return ""
 }
 
 // Decision is the answer of Limiter.Admit.
@@ -193,17 +226,21 @@ type noopSlot struct{}
 func (noopSlot) Renew(context.Context) error { return nil }
 func (noopSlot) Release()                    {}
 
-// gcra holds the GCRA parameters in microseconds (see the package comment).
+// gcra holds the GCRA parameters in microseconds (see the package comment),
+// and the names of the policies it decides.
 type gcra struct {
 	quota    int64
 	emission int64 // T
 	burst    int64 // L = quota * T
+
+	rate, inflight string
 }
 
 func newGCRA(cfg Config) gcra {
+	cfg = cfg.WithDefaults()
 	q := int64(cfg.Quota)
 	t := max(cfg.Window.Microseconds()/q, 1)
-	return gcra{quota: q, emission: t, burst: q * t}
+	return gcra{quota: q, emission: t, burst: q * t, rate: cfg.Policy, inflight: cfg.InflightPolicy()}
 }
 
 // admit decides a request at now against the stored TAT (0 when missing).
@@ -233,7 +270,7 @@ func (g gcra) allowed(now, tat int64) Decision {
 // the unchanged TAT.
 func (g gcra) deniedRate(now, tat int64) Decision {
 	r, t := g.state(now, tat)
-	return Decision{Policy: PolicyConfigPlan, Remaining: r, Reset: micros(t), RetryAfter: retryAfter(micros(t))}
+	return Decision{Policy: g.rate, Remaining: r, Reset: micros(t), RetryAfter: retryAfter(micros(t))}
 }
 
 // maxInflightWait caps the Retry-After of config_plan_inflight: a lease
@@ -245,7 +282,7 @@ const maxInflightWait = 2 * time.Second
 // config_plan_inflight; free is when the earliest live lease expires.
 func (g gcra) deniedInflight(now, tat, free int64) Decision {
 	r, t := g.state(now, tat)
-	return Decision{Policy: PolicyInflight, Remaining: r, Reset: micros(t), RetryAfter: retryAfter(min(micros(free-now), maxInflightWait))}
+	return Decision{Policy: g.inflight, Remaining: r, Reset: micros(t), RetryAfter: retryAfter(min(micros(free-now), maxInflightWait))}
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -77,9 +77,16 @@ func TestGCRAUnevenWindow(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
-	want := Config{Quota: 30, Window: time.Minute, Inflight: 2, Lease: 2 * time.Minute, CallTimeout: 150 * time.Millisecond}
+	want := Config{Policy: PolicyConfigPlan, Quota: 30, Window: time.Minute, Inflight: 2, Lease: 2 * time.Minute, CallTimeout: 150 * time.Millisecond}
 	if diff := cmp.Diff(want, Config{Quota: -1}.WithDefaults()); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	want = Config{Policy: PolicyPreview, Quota: 120, Window: time.Minute, Inflight: 4, Lease: 2 * time.Minute, CallTimeout: 150 * time.Millisecond}
+	if diff := cmp.Diff(want, Config{Policy: PolicyPreview}.WithDefaults()); diff != "" {
+		t.Errorf("preview defaults (-want +got):\n%s", diff)
+	}
+	if got := (Config{Policy: PolicyPreview}).InflightPolicy(); got != PolicyPreviewInflight {
+		t.Errorf("InflightPolicy = %q, want %q", got, PolicyPreviewInflight)
 	}
 }
 

@@ -98,8 +98,9 @@ var (
 //
 // Keys of an environment share a Cluster hash tag:
 // "<prefix>rl:{<env>}:tat" (the TAT, expiring when the quota is full again)
-// and "<prefix>rl:{<env>}:inflight" (the slots). The prefix must not contain
-// '{'.
+// and "<prefix>rl:{<env>}:inflight" (the slots), with the policy's name
+// before tat and inflight for a policy other than config_plan
+// ("rl:{<env>}:config_preview:tat"). The prefix must not contain '{'.
 //
 // Each call is bounded by Config.CallTimeout even when the client ignores
 // context deadlines for socket I/O (go-redis does unless ContextTimeoutEnabled
@@ -130,8 +131,13 @@ func NewRedisLimiter(rdb redis.UniversalClient, prefix string, cfg Config, log *
 // or was too slow; the service exposes it as a metric.
 func (l *RedisLimiter) FailOpens() uint64 { return l.failOpens.Load() }
 
-func (l *RedisLimiter) tatKey(env string) string      { return l.prefix + "rl:{" + env + "}:tat" }
-func (l *RedisLimiter) inflightKey(env string) string { return l.prefix + "rl:{" + env + "}:inflight" }
+func (l *RedisLimiter) tatKey(env string) string {
+	return l.prefix + "rl:{" + env + "}:" + l.cfg.keyPart() + "tat"
+}
+
+func (l *RedisLimiter) inflightKey(env string) string {
+	return l.prefix + "rl:{" + env + "}:" + l.cfg.keyPart() + "inflight"
+}
 
 // Admit implements Limiter.
 func (l *RedisLimiter) Admit(ctx context.Context, env string) (Decision, Slot, error) {

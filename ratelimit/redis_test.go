@@ -115,7 +115,7 @@ func TestRedisFailsOpenWhenUnreachable(t *testing.T) {
 		t.Errorf("Renew of a failed-open slot: %v", err)
 	}
 	slot.Release()
-	if h := RateLimitHeader(d); h != "" {
+	if h := RateLimitHeader(Config{}, d); h != "" {
 		t.Errorf("RateLimit header %q, want none", h)
 	}
 	if l.FailOpens() != 1 {

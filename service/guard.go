@@ -23,6 +23,9 @@ import (
 // maxInUseWait caps the Retry-After of idempotency_key_in_use, in seconds.
 const maxInUseWait = 2
 
+var invalidIdempotencyKey = &plans.Error{Code: plans.CodeInvalidIdempotencyKey,
+	Detail: "Idempotency-Key must be one header line: a token or a quoted string of 1 to 255 visible ASCII characters"}
+
 // idempotent runs op under the Idempotency-Key of the request, if any (§9):
 // an atomic claim, a lease renewed while op runs, the stored answer replayed
 // for a retry with the same request, and refusals for a key in use or
@@ -31,8 +34,7 @@ const maxInUseWait = 2
 func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Context, fingerprint string) response) {
 	key, err := idempotency.ParseKey(c.Request.Header.Values("Idempotency-Key"))
 	if err != nil {
-		s.fail(c, &plans.Error{Code: plans.CodeInvalidIdempotencyKey,
-			Detail: "Idempotency-Key must be one header line: a token or a quoted string of 1 to 255 visible ASCII characters"})
+		s.fail(c, invalidIdempotencyKey)
 		return
 	}
 	if key == "" || s.d.Idempotency == nil {
@@ -153,30 +155,11 @@ func replayed(stored *idempotency.Response) response {
 // open when Redis fails. The headers of §10 are set on the response
 // whatever the outcome. It returns the release of what it took.
 func (s *Server) admit(ctx context.Context, c *gin.Context, apply bool) (release func(), err error) {
-	if s.d.Limiter == nil {
-		return func() {}, nil
-	}
-	d, slot, err := s.d.Limiter.Admit(ctx, actor(c).EnvironmentID)
-	if err != nil {
-		return nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
-	}
-	s.observeRateLimit(d)
-	c.Header("RateLimit-Policy", ratelimit.PolicyHeader(s.d.RateLimit))
-	if !d.FailedOpen {
-		c.Header("RateLimit", ratelimit.RateLimitHeader(d))
-	}
-	if !d.Allowed {
-		secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
-		return nil, &plans.Error{Code: plans.CodeRateLimited,
-			Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
-			Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
+	release, err = s.limit(ctx, c, s.d.Limiter, s.d.RateLimit)
+	if err != nil || !apply || s.d.Fleet == nil {
+		return release, err
 	}
 	lease := s.d.RateLimit.WithDefaults().Lease
-	stopSlot := ratelimit.Hold(slot, lease/3, s.leaseLost("inflight"))
-	release = func() { stopSlot(); slot.Release() }
-	if !apply || s.d.Fleet == nil {
-		return release, nil
-	}
 	ok, retry, fslot, err := s.d.Fleet.Acquire(ctx)
 	if err != nil {
 		release()
@@ -192,4 +175,38 @@ func (s *Server) admit(ctx context.Context, c *gin.Context, apply bool) (release
 	stopFleet := ratelimit.Hold(fslot, lease/3, s.leaseLost("fleet"))
 	releaseSlot := release
 	return func() { stopFleet(); fslot.Release(); releaseSlot() }, nil
+}
+
+// admitPreview runs the rate checks of a preview of plan creation (§14):
+// config_preview and config_preview_inflight, its own, and no fleet slot.
+func (s *Server) admitPreview(ctx context.Context, c *gin.Context) (release func(), err error) {
+	return s.limit(ctx, c, s.d.PreviewLimiter, s.d.PreviewRateLimit)
+}
+
+// limit admits a request under the rate and concurrency policies of cfg,
+// decided by lim, and sets their headers whatever the outcome; it fails
+// open when Redis fails. The in-flight slot taken is held (renewed) until
+// release.
+func (s *Server) limit(ctx context.Context, c *gin.Context, lim ratelimit.Limiter, cfg ratelimit.Config) (release func(), err error) {
+	if lim == nil {
+		return func() {}, nil
+	}
+	d, slot, err := lim.Admit(ctx, actor(c).EnvironmentID)
+	if err != nil {
+		return nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
+	}
+	s.observeRateLimit(d)
+	c.Header("RateLimit-Policy", ratelimit.PolicyHeader(cfg))
+	if !d.FailedOpen {
+		c.Header("RateLimit", ratelimit.RateLimitHeader(cfg, d))
+	}
+	if !d.Allowed {
+		secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
+		return nil, &plans.Error{Code: plans.CodeRateLimited,
+			Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
+			Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
+	}
+	lease := cfg.WithDefaults().Lease
+	stopSlot := ratelimit.Hold(slot, lease/3, s.leaseLost("inflight"))
+	return func() { stopSlot(); slot.Release() }, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/revisions"
 )
@@ -24,8 +25,14 @@ func (s *Server) exportConfig(c *gin.Context) {
 }
 
 // createPlan answers, in order: 401 (middleware), 400, the idempotency
-// answers, 403, 429/503, 422 validation_failed, 422 policy_conflict, 413.
+// answers, 403, 429/503, 422 validation_failed, 409 config_conflict (moved
+// versions), 422 policy_conflict, 413. With ?preview=true it previews.
 func (s *Server) createPlan(c *gin.Context) {
+	preview, err := boolQuery(c, "preview")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	body, err := s.readBody(c, planBodyLimit)
 	if err != nil {
 		s.fail(c, err)
@@ -34,6 +41,10 @@ func (s *Server) createPlan(c *gin.Context) {
 	pr, err := ParsePlanRequest(body)
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	if preview {
+		s.previewPlan(c, pr)
 		return
 	}
 	s.idempotent(c, body, func(ctx context.Context, _ string) response {
@@ -67,6 +78,44 @@ func (s *Server) createAdmitted(ctx context.Context, c *gin.Context, pp pendingC
 	r := jsonResponse(http.StatusCreated, p)
 	r.header.Set("Location", "/v1/config-plans/"+p.ID)
 	return r
+}
+
+// previewPlan answers POST /v1/config-plans?preview=true (§14) in the
+// order of plan creation, with 200 and the plan it would store; nothing is
+// stored. An Idempotency-Key must be well formed, as at plan creation, and
+// is otherwise ignored: there is nothing to replay.
+func (s *Server) previewPlan(c *gin.Context, pr *plans.PlanRequest) {
+	if _, err := idempotency.ParseKey(c.Request.Header.Values("Idempotency-Key")); err != nil {
+		s.fail(c, invalidIdempotencyKey)
+		return
+	}
+	ctx := c.Request.Context()
+	pp, err := s.d.Plans.PreparePreview(actor(c), pr)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	release, err := s.admitPreview(ctx, c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	defer release()
+	p, err := pp.Preview(ctx)
+	s.answer(c, p, err)
+}
+
+// boolQuery reads an optional true|false query parameter (absent: false);
+// any other value is 400 malformed_request.
+func boolQuery(c *gin.Context, name string) (bool, error) {
+	v, present := c.GetQuery(name)
+	switch {
+	case !present || v == "false":
+		return false, nil
+	case v == "true":
+		return true, nil
+	}
+	return false, &plans.Error{Code: plans.CodeMalformedRequest, Detail: name + " must be true or false"}
 }
 
 func (s *Server) getPlan(c *gin.Context) {
@@ -127,16 +176,10 @@ func (s *Server) planAction(c *gin.Context) {
 		s.fail(c, notFound)
 		return
 	}
-	validateOnly := false
-	if v, present := c.GetQuery("validate_only"); present {
-		switch v {
-		case "true":
-			validateOnly = true
-		case "false":
-		default:
-			s.fail(c, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "validate_only must be true or false"})
-			return
-		}
+	validateOnly, err := boolQuery(c, "validate_only")
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
 	body, err := s.readBody(c, defaultBodyLimit)
 	if err != nil {

@@ -28,6 +28,10 @@ type Deps struct {
 	Limiter           ratelimit.Limiter
 	Fleet             ratelimit.Fleet
 	RateLimit         ratelimit.Config
+	// PreviewLimiter admits the previews of plan creation under the
+	// config_preview policies of PreviewRateLimit (§14).
+	PreviewLimiter   ratelimit.Limiter
+	PreviewRateLimit ratelimit.Config
 	InternalToken     string
 	Log               *slog.Logger
 	// Ready reports whether the database and Redis can be reached.

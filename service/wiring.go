@@ -33,6 +33,9 @@ type Settings struct {
 	Clock     plans.Clock // nil: the real time
 	PlanHooks plans.Hooks
 	RateLimit ratelimit.Config
+	// PreviewRateLimit sets the config_preview limits (its Policy is set
+	// by Wire).
+	PreviewRateLimit ratelimit.Config
 	// FleetLimit bounds the fleet's concurrent applies; FleetLease is how
 	// long a slot of a replica that died stays taken, FleetCallTimeout
 	// bounds each Redis call of the fleet (0: the rate limit's).
@@ -65,12 +68,22 @@ type Wired struct {
 // where serve, dev and the test harness put them together.
 func Wire(b Backend, s Settings) *Wired {
 	w := &Wired{Plans: plans.NewService(b.DB, s.Plans, s.Clock, s.Log, s.PlanHooks)}
+	preview := s.PreviewRateLimit
+	preview.Policy = ratelimit.PolicyPreview
+	if preview.CallTimeout <= 0 {
+		preview.CallTimeout = s.RateLimit.CallTimeout
+	}
+	if preview.Lease <= 0 {
+		preview.Lease = s.RateLimit.Lease
+	}
+	preview = preview.WithDefaults()
 	d := Deps{Plans: w.Plans, IdempotencySecret: s.IdempotencySecret, IdempotencyLease: s.IdempotencyLease,
-		RateLimit: s.RateLimit, InternalToken: s.InternalToken, Log: s.Log, Draining: s.Draining,
+		RateLimit: s.RateLimit, PreviewRateLimit: preview, InternalToken: s.InternalToken, Log: s.Log, Draining: s.Draining,
 		Metrics: s.Metrics, Hooks: s.Hooks, HTTP: s.HTTP, Bodies: s.Bodies, Ready: ready(b)}
 	if b.Redis == nil {
 		d.Idempotency = idempotency.NewMemoryStore(nil)
 		d.Limiter = ratelimit.NewMemoryLimiter(s.RateLimit, nil)
+		d.PreviewLimiter = ratelimit.NewMemoryLimiter(preview, nil)
 		d.Fleet = ratelimit.NewMemoryFleet(s.FleetLimit)
 	} else {
 		callTimeout := s.FleetCallTimeout
@@ -79,6 +92,7 @@ func Wire(b Backend, s Settings) *Wired {
 		}
 		d.Idempotency = idempotency.NewRedisStore(b.Redis, b.Prefix)
 		d.Limiter = ratelimit.NewRedisLimiter(b.Redis, b.Prefix, s.RateLimit, s.Log)
+		d.PreviewLimiter = ratelimit.NewRedisLimiter(b.Redis, b.Prefix, preview, s.Log)
 		d.Fleet = ratelimit.NewRedisFleet(b.Redis, b.Prefix, s.FleetLimit, s.FleetLease, callTimeout, s.Log)
 	}
 	w.Limiter, w.Fleet = d.Limiter, d.Fleet

@@ -21,12 +21,15 @@ type config struct {
 	RateLimitQuota    int
 	RateLimitWindow   time.Duration
 	InflightLimit     int
-	FleetApplyLimit   int
-	PlanTTL           time.Duration
-	ApplyLease        time.Duration
-	ShutdownTimeout   time.Duration
-	LogLevel          slog.Level
-	DebugListen       string
+	// The config_preview limit of plan previews (§14).
+	PreviewRateLimitQuota  int
+	PreviewRateLimitWindow time.Duration
+	FleetApplyLimit        int
+	PlanTTL                time.Duration
+	ApplyLease             time.Duration
+	ShutdownTimeout        time.Duration
+	LogLevel               slog.Level
+	DebugListen            string
 	// The HTTP server's timeouts and body budget (service.HTTPLimits,
 	// service.NewBodyBudget).
 	ReadHeaderTimeout time.Duration
@@ -80,6 +83,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.RateLimitQuota = num("KEENAUTHD_RATE_LIMIT_QUOTA", 30)
 	c.RateLimitWindow = dur("KEENAUTHD_RATE_LIMIT_WINDOW", 60*time.Second)
 	c.InflightLimit = num("KEENAUTHD_INFLIGHT_LIMIT", 2)
+	c.PreviewRateLimitQuota = num("KEENAUTHD_PREVIEW_RATE_LIMIT_QUOTA", 120)
+	c.PreviewRateLimitWindow = dur("KEENAUTHD_PREVIEW_RATE_LIMIT_WINDOW", 60*time.Second)
 	c.FleetApplyLimit = num("KEENAUTHD_FLEET_APPLY_LIMIT", 64)
 	c.PlanTTL = dur("KEENAUTHD_PLAN_TTL", 24*time.Hour)
 	c.ApplyLease = dur("KEENAUTHD_APPLY_LEASE", 60*time.Second)

@@ -268,6 +268,7 @@ func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hook
 		Plans:             pc,
 		PlanHooks:         hooks,
 		RateLimit:         ratelimit.Config{Quota: cfg.RateLimitQuota, Window: cfg.RateLimitWindow, Inflight: cfg.InflightLimit, Lease: 2 * cfg.ApplyLease},
+		PreviewRateLimit:  ratelimit.Config{Quota: cfg.PreviewRateLimitQuota, Window: cfg.PreviewRateLimitWindow, Lease: 2 * cfg.ApplyLease},
 		FleetLimit:        cfg.FleetApplyLimit,
 		FleetLease:        2 * cfg.ApplyLease,
 		IdempotencySecret: secret,

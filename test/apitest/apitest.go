@@ -85,6 +85,9 @@ func Embedded() bool { return Backend() == BackendEmbedded }
 // Options change the harness.
 type Options struct {
 	RateLimit  ratelimit.Config // zero: a quota high enough not to interfere
+	// PreviewRateLimit sets the config_preview limits (zero: the defaults,
+	// 120 per 60 s and 4 at once).
+	PreviewRateLimit ratelimit.Config
 	FleetLimit int
 	Plans      plans.Config // zero: the defaults
 	Hooks      plans.Hooks
@@ -205,7 +208,7 @@ func Setup(t testing.TB, opt Options) *Env {
 	if fleet == 0 {
 		fleet = 1000
 	}
-	st := service.Settings{Plans: pc, Clock: e.Clock.Now, PlanHooks: hooks, RateLimit: rl,
+	st := service.Settings{Plans: pc, Clock: e.Clock.Now, PlanHooks: hooks, RateLimit: rl, PreviewRateLimit: opt.PreviewRateLimit,
 		// The fleet's lease and call timeout of the tests: short enough
 		// that a Redis fault shows quickly.
 		FleetLimit: fleet, FleetLease: 2 * time.Minute, FleetCallTimeout: 150 * time.Millisecond,
