@@ -32,8 +32,8 @@ type Deps struct {
 	// config_preview policies of PreviewRateLimit (§14).
 	PreviewLimiter   ratelimit.Limiter
 	PreviewRateLimit ratelimit.Config
-	InternalToken     string
-	Log               *slog.Logger
+	InternalToken    string
+	Log              *slog.Logger
 	// Ready reports whether the database and Redis can be reached.
 	Ready func(ctx context.Context) error
 	// Draining reports that the process is shutting down (/readyz says so).

@@ -84,13 +84,13 @@ func Embedded() bool { return Backend() == BackendEmbedded }
 
 // Options change the harness.
 type Options struct {
-	RateLimit  ratelimit.Config // zero: a quota high enough not to interfere
+	RateLimit ratelimit.Config // zero: a quota high enough not to interfere
 	// PreviewRateLimit sets the config_preview limits (zero: the defaults,
 	// 120 per 60 s and 4 at once).
 	PreviewRateLimit ratelimit.Config
-	FleetLimit int
-	Plans      plans.Config // zero: the defaults
-	Hooks      plans.Hooks
+	FleetLimit       int
+	Plans            plans.Config // zero: the defaults
+	Hooks            plans.Hooks
 	// NoFederation leaves the federation service unconfigured.
 	NoFederation bool
 	// Database reuses another harness's database (several instances).
