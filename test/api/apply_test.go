@@ -690,7 +690,7 @@ func applyErrorCases() []applyCase {
 			events: rejectedInTx, eventCode: "conflict",
 			errors: []fieldProblem{{"/changes/1/spec/display_name", "duplicate"}},
 			setup: func(k *applyEnv) applyCall {
-				id := k.planUsedLater(`{"connections": {"db-main": null, "corp": `+databaseConnection("GitHub")+`}}`)
+				id := k.planUsedLater(`{"connections": {"db-main": null, "corp": ` + databaseConnection("GitHub") + `}}`)
 				return applyCall{plan: id, body: map[string]any{"confirm_deletions": []any{"connection/db-main"}}}
 			}},
 
@@ -711,7 +711,7 @@ func applyErrorCases() []applyCase {
 			events: rejectedInTx, eventCode: "connection_in_use",
 			errors: []fieldProblem{{"/changes/0", "in_use"}},
 			setup: func(k *applyEnv) applyCall {
-				id := k.planUsedLater(`{"connections": {"db-main": null, "acme-sso": `+acmeActive+`}}`)
+				id := k.planUsedLater(`{"connections": {"db-main": null, "acme-sso": ` + acmeActive + `}}`)
 				return applyCall{plan: id, body: map[string]any{"confirm_deletions": []any{"connection/db-main"},
 					"resolved_secrets": map[string]any{acmeSecret: "s"}, "sp_host": "login.shop.example"}}
 			}},
