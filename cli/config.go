@@ -123,7 +123,7 @@ func writeFileAtomic(path string, data []byte) error {
 
 func (a *app) planCommand() *cobra.Command {
 	var file string
-	var prune bool
+	var prune, preview bool
 	var view planView
 	c := &cobra.Command{
 		Use:   "plan -f FILE",
@@ -142,9 +142,14 @@ With --prune, every existing resource of a planned type that the document
 leaves out is deleted. Unchanged resources are counted on one line unless
 --show-unchanged lists them.
 
+--preview shows the plan the API would store, with every check of plan
+creation, and stores nothing: no plan id, nothing to apply.
+
 --detailed-exitcode exits 0 when the plan changes nothing, 2 when it has
-changes and 1 on any failure, as terraform plan -detailed-exitcode does.`,
+changes and 1 on any failure, as terraform plan -detailed-exitcode does
+(with --preview too).`,
 		Example: `  keenauth config plan -f keenauth.json
+  keenauth config plan -f keenauth.json --preview --detailed-exitcode
   keenauth config plan -f keenauth.yaml --show-unchanged
   keenauth config export | keenauth config plan -f -
   keenauth config plan -f keenauth.json --prune --json | jq -r .id
@@ -168,8 +173,14 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does.`,
 				Versions json.RawMessage `json:"versions,omitempty"`
 			}{doc.config, prune, doc.versions})
 			// A generated key makes the creation safe to retry: a retry
-			// after a lost answer gets the same plan, not a second one.
-			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()})
+			// after a lost answer gets the same plan, not a second one. A
+			// preview, which stores nothing, is safe to retry anyway; the
+			// API ignores its key, which lets the client retry it.
+			req := request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()}
+			if preview {
+				req.query = url.Values{"preview": {"true"}}
+			}
+			resp, err := cl.do(a.ctx, req)
 			if err != nil {
 				return namingVersions(err, file)
 			}
@@ -178,6 +189,7 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does.`,
 	}
 	c.Flags().StringVarP(&file, "file", "f", "", "the document, JSON or YAML (- for standard input)")
 	c.Flags().BoolVar(&prune, "prune", false, "delete the resources of the planned types that the document leaves out")
+	c.Flags().BoolVar(&preview, "preview", false, "show the plan without storing it (no plan id, nothing to apply)")
 	view.add(a, c, true)
 	_ = c.MarkFlagFilename("file", "json", "yaml", "yml")
 	return c

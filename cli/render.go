@@ -379,7 +379,11 @@ func (pl *plan) applyCommand() string {
 // renderPlan writes a plan for review: the changes and their diffs, the
 // summary, the warnings, the secrets the apply needs, and what to run next.
 func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
-	fmt.Fprintf(w, "%s %s for %s (%s, expires %s)\n", p.bold("Plan"), p.bold(pl.ID), pl.EnvironmentID, pl.Status, pl.ExpiresAt)
+	if pl.Status == "preview" {
+		fmt.Fprintf(w, "%s for %s (preview: nothing was stored, so there is no plan id)\n", p.bold("Plan preview"), pl.EnvironmentID)
+	} else {
+		fmt.Fprintf(w, "%s %s for %s (%s, expires %s)\n", p.bold("Plan"), p.bold(pl.ID), pl.EnvironmentID, pl.Status, pl.ExpiresAt)
+	}
 	types := strings.Join(pl.Types, ", ")
 	if pl.Prune {
 		types += " (prune: resources the document leaves out are deleted)"
@@ -406,6 +410,12 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 		fmt.Fprintln(w, "\nThe apply writes OIDC material: --sp-host names the service-provider host of the callback URL https://<host>/sso/<connection id>/callback.")
 	}
 	switch pl.Status {
+	case "preview":
+		if pl.Summary.Create+pl.Summary.Update+pl.Summary.Delete == 0 {
+			fmt.Fprintln(w, "\nNo changes: the configuration already matches the document.")
+			return
+		}
+		fmt.Fprintln(w, "\nThis was a preview: nothing was stored. To create this plan and apply it, run the same command without --preview.")
 	case "planned":
 		if pl.Summary.Create+pl.Summary.Update+pl.Summary.Delete == 0 {
 			fmt.Fprintln(w, "\nNo changes: the configuration already matches the document.")

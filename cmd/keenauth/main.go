@@ -4,7 +4,7 @@
 // revisions, read the management log.
 //
 //	keenauth config export [--types connection,api] [-o FILE]
-//	keenauth config plan -f FILE [--prune] [--show-unchanged] [--detailed-exitcode]
+//	keenauth config plan -f FILE [--prune] [--preview] [--show-unchanged] [--detailed-exitcode]
 //	keenauth config show PLAN [--show-unchanged] [--detailed-exitcode]
 //	keenauth config rebase PLAN [--show-unchanged] [--detailed-exitcode]
 //	keenauth config apply PLAN [--confirm-deletion KIND/KEY]… [--secrets-from-env] [--sp-host H] [--idempotency-key K] [--validate-only]

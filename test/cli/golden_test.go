@@ -69,3 +69,30 @@ func (h *harness) latestRevisionID(t *testing.T) string {
 	r := must(t, h.run(t, "revisions", "list", "--limit", "1", "--json"))
 	return r.JSON(t)["data"].([]any)[0].(map[string]any)["id"].(string)
 }
+
+// TestPreviewOutputMatchesGoldenFile previews the §4 document and an
+// unchanged export: the plan is rendered as config plan renders it, says
+// it is a preview without a plan id, --detailed-exitcode tells changes
+// from none, and nothing is stored.
+func TestPreviewOutputMatchesGoldenFile(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	h.seedLegacy(t)
+	before := len(must(t, h.run(t, "plans", "list", "--json")).JSON(t)["data"].([]any))
+
+	doc := writeJSON(t, "keenauth.json", exampleWithDeletion())
+	preview := must(t, h.run(t, "config", "plan", "-f", doc, "--preview"))
+	detailed := h.run(t, "config", "plan", "-f", doc, "--preview", "--detailed-exitcode")
+	wantExit(t, detailed, 2)
+	export := writeJSON(t, "export.json", must(t, h.run(t, "config", "export")).JSON(t))
+	unchanged := must(t, h.run(t, "config", "plan", "-f", export, "--preview", "--detailed-exitcode"))
+	golden(t, "preview", transcript(preview, detailed, unchanged))
+
+	asJSON := must(t, h.run(t, "config", "plan", "-f", doc, "--preview", "--json")).JSON(t)
+	if asJSON["status"] != "preview" || asJSON["id"] != nil {
+		t.Errorf("--json: status %v, id %v", asJSON["status"], asJSON["id"])
+	}
+	if after := len(must(t, h.run(t, "plans", "list", "--json")).JSON(t)["data"].([]any)); after != before {
+		t.Errorf("previews stored %d plans", after-before)
+	}
+}
