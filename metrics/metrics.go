@@ -197,7 +197,7 @@ var (
 	httpMethods         = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 	idempotencyOutcomes = []string{"claimed", "replayed", "mismatch", "in_use", "store_unavailable"}
 	rateLimitDecisions  = []string{"allowed", "limited", "failed_open"}
-	policies            = []string{"", "config_plan", "config_plan_inflight"}
+	policies            = []string{"", "config_plan", "config_plan_inflight", "config_preview", "config_preview_inflight"}
 	leases              = []string{"idempotency", "inflight", "fleet"}
 	// answerCodes are the error codes of the contract (§6, §9, §10).
 	answerCodes = []string{

@@ -179,7 +179,7 @@ func TestPreviewIgnoresIdempotencyKey(t *testing.T) {
 func TestPreviewLimits(t *testing.T) {
 	t.Parallel()
 	hooks, entered, release := idemSlowApply()
-	e := apitest.Setup(t, apitest.Options{Hooks: hooks, RateLimit: rlConfig(3, 3600, 1),
+	e := apitest.Setup(t, apitest.Options{Hooks: hooks, RateLimit: rlConfig(3, 3600, 1), Metrics: true,
 		PreviewRateLimit: ratelimit.Config{Quota: 3, Window: time.Hour}})
 	defer release()
 	id := e.Plan(idemDoc("slow"), false)["id"].(string)
@@ -202,6 +202,9 @@ func TestPreviewLimits(t *testing.T) {
 	}
 	if got := r.Header.Get("RateLimit-Policy"); got != `"config_preview";q=3;w=3600, "config_preview_inflight";q=4;qu="concurrent-requests"` {
 		t.Errorf("RateLimit-Policy = %q", got)
+	}
+	if got := sample(scrape(t, e), "keenauthd_rate_limit_decisions_total", map[string]string{"decision": "limited", "policy": "config_preview"}); got != 1 {
+		t.Errorf("previews limited by config_preview counted %v times, want 1", got)
 	}
 	release()
 	idemWant(t, <-done, http.StatusOK, "")
