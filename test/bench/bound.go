@@ -40,24 +40,26 @@ const (
 	sqlLogs = `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
 		SELECT $1, t.id, t.typ, $2, $3, $4, $5, $6, t.d::jsonb FROM unnest($7::text[], $8::text[], $9::text[]) AS t(id, typ, d)`
 	sqlPlanApplied = `UPDATE config_plans SET status = 'applied', applied_at = $3, revision_id = $4, applied_by = $5,
-		lease_token = '', lease_until = NULL WHERE environment_id = $1 AND id = $2`
+		idempotency_fingerprint = NULL, lease_token = '', lease_until = NULL WHERE environment_id = $1 AND id = $2`
 	sqlEvents = `INSERT INTO plan_events (environment_id, plan_id, id, type, created_at, api_key_id, request_id, data)
 		SELECT $1, $2, t.id, t.typ, $3, $4, $5, t.d::jsonb FROM unnest($6::text[], $7::text[], $8::text[]) AS t(id, typ, d)`
 )
 
-// revisionEntry is one resource of a revision as the service stores it.
+// revisionEntry is one resource of a revision as the service stores it
+// (revisions.Encode).
 type revisionEntry struct {
-	Kind          string          `json:"kind"`
-	Key           string          `json:"key"`
-	Action        string          `json:"action"`
-	VersionBefore *int            `json:"version_before"`
-	SpecBefore    json.RawMessage `json:"spec_before"`
+	Kind             string          `json:"kind"`
+	Key              string          `json:"key"`
+	Action           string          `json:"action"`
+	VersionBefore    *int            `json:"version_before"`
+	SpecBefore       json.RawMessage `json:"spec_before"`
+	ResourceIDBefore string          `json:"resource_id_before,omitempty"`
 }
 
 // applyWrites queues the writes common to every apply: type and
 // environment generations, the revision and its pruning, the management
 // log (one config.applied entry and one per resource), the plan's new
-// state and its two events.
+// state (no Idempotency-Key: P1 and P2 send none) and its two events.
 func applyWrites(b *pgx.Batch, ek envKey, planID string, now time.Time, action string, rev []revisionEntry, counts map[string]int, versions []int) {
 	revID, reqID := newID("cfgr_"), newID("req_")
 	revJSON, _ := json.Marshal(rev)
@@ -104,8 +106,8 @@ func (bd *bound) applyCreates(ctx context.Context, ek envKey, planID string, spe
 		versions[i] = 1
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO resources (environment_id, kind, key, resource_id, version, spec, created_at, updated_at)
-		SELECT $1, 'api', t.k, '', 1, t.s::jsonb, $2, $2 FROM unnest($3::text[], $4::text[]) AS t(k, s)`, ek.EnvID, now, keys, bodies)
+	b.Queue(`INSERT INTO resources (environment_id, kind, key, resource_id, version, spec, display_name_key, created_at, updated_at)
+		SELECT $1, 'api', t.k, '', 1, t.s::jsonb, NULL, $2, $2 FROM unnest($3::text[], $4::text[]) AS t(k, s)`, ek.EnvID, now, keys, bodies)
 	applyWrites(b, ek, planID, now, "created", rev, map[string]int{"created": len(specs), "updated": 0, "deleted": 0, "unchanged": 0}, versions)
 	if err := bd.runBatch(ctx, b); err != nil {
 		return 0, fmt.Errorf("bound apply of %d creates: %w", len(specs), err)
@@ -131,11 +133,11 @@ func (bd *bound) planThenApply(ctx context.Context, ek envKey, st *pairState, ne
 	v := st.version
 	change, _ := json.Marshal([]map[string]any{{"kind": "api", "key": st.key, "action": "update", "base_version": v,
 		"spec": json.RawMessage(next), "requires_secret": false,
-		"diff": []map[string]any{{"op": "replace", "path": "/scopes/0/description", "value": "…"}}}})
+		"diff": []map[string]any{{"op": "replace", "path": "/scopes/0/description", "old": "…", "value": "…"}}}})
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO config_plans (environment_id, id, status, prune, types, referencing_types, changes, warnings,
+	b.Queue(`INSERT INTO config_plans (environment_id, id, status, prune, types, type_set, referencing_types, changes, warnings,
 		required_secrets, requires_sp_host, summary, versions, fingerprints, created_at, expires_at, created_by)
-		VALUES ($1, $2, 'planned', false, '["api"]', '[]', $3::jsonb, '[]', '[]', false,
+		VALUES ($1, $2, 'planned', false, '["api"]', 'api', '[]', $3::json, '[]', '[]', false,
 		'{"create":0,"update":1,"delete":0,"no_op":0}', $4::jsonb, '{"api":1}', $5, $6, $7)`,
 		ek.EnvID, planID, string(change), fmt.Sprintf(`{"api/%s":%d}`, st.key, v), now, now.Add(24*time.Hour), ek.KeyID)
 	b.Queue(`INSERT INTO plan_events (environment_id, plan_id, id, type, created_at, api_key_id, request_id, data)
@@ -148,7 +150,7 @@ func (bd *bound) planThenApply(ctx context.Context, ek envKey, st *pairState, ne
 	start := time.Now()
 	now = start.UTC().Truncate(time.Microsecond)
 	b = &pgx.Batch{}
-	b.Queue(`UPDATE resources SET spec = $5::jsonb, version = $4 + 1, updated_at = $6
+	b.Queue(`UPDATE resources SET spec = $5::jsonb, display_name_key = NULL, version = $4 + 1, updated_at = $6
 		WHERE environment_id = $1 AND kind = $2 AND key = $3 AND version = $4`, ek.EnvID, "api", st.key, v, string(next), now)
 	applyWrites(b, ek, planID, now, "updated", []revisionEntry{{Kind: "api", Key: st.key, Action: "update", VersionBefore: &v, SpecBefore: st.spec}},
 		map[string]int{"created": 0, "updated": 1, "deleted": 0, "unchanged": 0}, []int{v + 1})
