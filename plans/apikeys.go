@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/keenauth/configplans/configdb"
 )
@@ -75,7 +76,11 @@ func (s *Service) RevokeKey(ctx context.Context, keyID string) error {
 }
 
 // RevokeEnvironmentKey revokes an API key of env; every statement names the
-// environment. Revoking a revoked key is not an error.
+// environment. Revoking a revoked key is not an error. The key leaves this
+// process's authentication cache at once, and Hooks.OnKeyRevoked tells the
+// other processes (every replica drops it when told); when they cannot be
+// told the error is a *RevocationNotPublished, and the key is revoked all
+// the same.
 func (s *Service) RevokeEnvironmentKey(ctx context.Context, envID, keyID string) error {
 	if !ValidID(PrefixAPIKey, keyID) || !ValidID(PrefixEnvironment, envID) {
 		return fmt.Errorf("key %q of environment %q: %w", keyID, envID, ErrNotFound)
@@ -92,8 +97,28 @@ func (s *Service) RevokeEnvironmentKey(ctx context.Context, envID, keyID string)
 	if !exists {
 		return fmt.Errorf("key %s of environment %s: %w", keyID, envID, ErrNotFound)
 	}
+	s.keys.forget(keyID)
+	if s.hooks.OnKeyRevoked != nil {
+		if err := s.hooks.OnKeyRevoked(ctx, keyID); err != nil {
+			return &RevocationNotPublished{KeyID: keyID, Err: err}
+		}
+	}
 	return nil
 }
+
+// RevocationNotPublished: the key is revoked, but the other processes
+// could not be told (Redis unreachable); they stop accepting it once their
+// cached copy is older than their KEENAUTHD_AUTH_CACHE_TTL.
+type RevocationNotPublished struct {
+	KeyID string
+	Err   error
+}
+
+func (e *RevocationNotPublished) Error() string {
+	return "key " + e.KeyID + " is revoked, but the revocation could not be published to the other processes: " + e.Err.Error()
+}
+
+func (e *RevocationNotPublished) Unwrap() error { return e.Err }
 
 // Authenticate resolves a bearer secret to an actor.
 func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error) {
@@ -105,23 +130,28 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error
 	if !ValidID(PrefixEnvironment, envID) || !ValidID(PrefixAPIKey, keyID) {
 		return Actor{}, ErrUnauthenticated
 	}
-	row, err := s.db.LoadAPIKey(ctx, envID, keyID)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Actor{}, ErrUnauthenticated
+	k, ok, epoch := s.keys.get(keyID)
+	if !ok {
+		row, err := s.db.LoadAPIKey(ctx, envID, keyID)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return Actor{}, ErrUnauthenticated
+			}
+			return Actor{}, err
 		}
-		return Actor{}, err
+		k = cachedKey{envID: row.EnvironmentID, secretHash: row.SecretHash, createdAt: row.CreatedAt, revoked: row.RevokedAt != nil,
+			readAt: time.Now()}
+		if err := json.Unmarshal(row.Permissions, &k.perms); err != nil {
+			return Actor{}, fmt.Errorf("key %s permissions: %w", keyID, err)
+		}
+		s.keys.put(keyID, k, epoch)
 	}
 	sum := sha256.Sum256([]byte(secret))
-	if subtle.ConstantTimeCompare(sum[:], row.SecretHash) != 1 || row.RevokedAt != nil {
+	if k.envID != envID || subtle.ConstantTimeCompare(sum[:], k.secretHash) != 1 || k.revoked {
 		return Actor{}, ErrUnauthenticated
 	}
-	var perms []string
-	if err := json.Unmarshal(row.Permissions, &perms); err != nil {
-		return Actor{}, fmt.Errorf("key %s permissions: %w", keyID, err)
-	}
-	a := Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: map[string]bool{}, KeyCreatedAt: row.CreatedAt}
-	for _, p := range perms {
+	a := Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: make(map[string]bool, len(k.perms)), KeyCreatedAt: k.createdAt}
+	for _, p := range k.perms {
 		a.Permissions[p] = true
 	}
 	return a, nil

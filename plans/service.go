@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -34,12 +35,15 @@ type Config struct {
 	// MaxTxAttempts bounds the retries of a transaction after serialization
 	// failures and deadlocks.
 	MaxTxAttempts int
+	// AuthCacheTTL is how long an authenticated API key is served from the
+	// process without reading it again (0: every request reads it).
+	AuthCacheTTL time.Duration
 }
 
 // DefaultConfig is the configuration of §11.
 func DefaultConfig() Config {
 	return Config{PlanTTL: 24 * time.Hour, ApplyLease: 60 * time.Second, RevisionLimit: 50,
-		RevisionMaxAge: 90 * 24 * time.Hour, MaxTxAttempts: 8}
+		RevisionMaxAge: 90 * 24 * time.Hour, MaxTxAttempts: 8, AuthCacheTTL: DefaultAuthCacheTTL}
 }
 
 // Service is the configuration domain over one database (PostgreSQL, or
@@ -50,6 +54,7 @@ type Service struct {
 	now   Clock
 	log   *slog.Logger
 	hooks Hooks
+	keys  *keyCache
 }
 
 // Hooks are optional observers (metrics) and collaborators of the service.
@@ -66,6 +71,10 @@ type Hooks struct {
 	OnRevisionsPruned func(n int)
 	// OnApply is told of every apply request once it is answered (metrics).
 	OnApply func(ApplyObservation)
+	// OnKeyRevoked tells the other processes that the API key id was
+	// revoked, so that they drop it from their authentication caches
+	// (published through Redis). Nil: there are none (one process).
+	OnKeyRevoked func(ctx context.Context, id string) error
 	// OnPlanCreated is told of every plan creation, a restore included, by
 	// its outcome: "created" or the code of the error answered (metrics).
 	OnPlanCreated func(outcome string)
@@ -84,7 +93,7 @@ func NewService(db *gorm.DB, cfg Config, now Clock, log *slog.Logger, hooks Hook
 	}
 	clock := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
 	return &Service{db: configdb.New(db, clock, configdb.Options{MaxTxAttempts: cfg.MaxTxAttempts, OnTxRetry: hooks.OnTxRetry}),
-		cfg: cfg, now: clock, log: log, hooks: hooks}
+		cfg: cfg, now: clock, log: log, hooks: hooks, keys: newKeyCache(cfg.AuthCacheTTL)}
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -41,6 +41,9 @@ type config struct {
 	BodyBudgetWait    time.Duration
 	Pool              poolConfig // KEENAUTHD_DB_* (pool.go)
 	PlanRetention     time.Duration
+	// AuthCacheTTL bounds how long a process serves an API key from its
+	// cache when the revocation published through Redis does not reach it.
+	AuthCacheTTL time.Duration
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -97,6 +100,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.BodyBudgetMiB = num("KEENAUTHD_BODY_BUDGET_MIB", 64)
 	c.BodyBudgetWait = dur("KEENAUTHD_BODY_BUDGET_WAIT", time.Second)
 	c.PlanRetention = dur("KEENAUTHD_PLAN_RETENTION", 90*24*time.Hour)
+	c.AuthCacheTTL = dur("KEENAUTHD_AUTH_CACHE_TTL", 5*time.Second)
 	var poolErrs []string
 	c.Pool, poolErrs = loadPool(getenv)
 	errs = append(errs, poolErrs...)

@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "create":
 			return keyCreate(ctx, cfg, args[2:], stdout)
 		case "revoke":
-			return keyRevoke(ctx, cfg, args[2:], stdout)
+			return keyRevoke(ctx, cfg, args[2:], stdout, stderr)
 		}
 		return usageError{"unknown key command " + args[1]}
 	case "help", "-h", "--help":

@@ -107,7 +107,7 @@ func domain(ctx context.Context, cfg config, log *slog.Logger, hooks plans.Hooks
 		return nil, nil, err
 	}
 	pc := plans.DefaultConfig()
-	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
+	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
 	return plans.NewService(db, pc, nil, log, hooks), db, nil
 }
 
@@ -160,7 +160,7 @@ func keyCreate(ctx context.Context, cfg config, args []string, stdout io.Writer)
 	return json.NewEncoder(stdout).Encode(k)
 }
 
-func keyRevoke(ctx context.Context, cfg config, args []string, stdout io.Writer) error {
+func keyRevoke(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("key revoke", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	env := fs.String("env", "", "environment id (the key's; without it the key is looked up by id)")
@@ -176,7 +176,12 @@ func keyRevoke(ctx context.Context, cfg config, args []string, stdout io.Writer)
 	if len(ids) != 1 {
 		return usageError{"key revoke needs KEY_ID [--env ENV_ID]"}
 	}
-	svc, db, err := domain(ctx, cfg, newLogger(io.Discard, 0), plans.Hooks{})
+	rdb, err := newRedis(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	svc, db, err := domain(ctx, cfg, newLogger(io.Discard, 0), plans.Hooks{OnKeyRevoked: service.PublishRevocations(rdb, "keenauthd:")})
 	if err != nil {
 		return err
 	}
@@ -185,6 +190,13 @@ func keyRevoke(ctx context.Context, cfg config, args []string, stdout io.Writer)
 		err = svc.RevokeEnvironmentKey(ctx, *env, ids[0])
 	} else {
 		err = svc.RevokeKey(ctx, ids[0])
+	}
+	var unpublished *plans.RevocationNotPublished
+	if errors.As(err, &unpublished) {
+		// Revoked: the replicas that could not be told stop accepting the
+		// key once their cached copy is KEENAUTHD_AUTH_CACHE_TTL old.
+		fmt.Fprintf(stderr, "keenauthd: warning: %v; every replica stops accepting it within KEENAUTHD_AUTH_CACHE_TTL (%s)\n", err, cfg.AuthCacheTTL)
+		err = nil
 	}
 	if err != nil {
 		return err
@@ -244,6 +256,9 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 	var draining atomic.Bool
 	w := service.Wire(service.Backend{DB: db, Redis: rdb, Prefix: "keenauthd:"}, settings(cfg, log, m, m.Plans(hooks), []byte(cfg.IdempotencySecret), &draining))
 	svc := w.Plans
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	go service.FollowRevocations(followCtx, rdb, "keenauthd:", svc, log)
 	for name, f := range map[string]any{"limiter": w.Limiter, "fleet": w.Fleet} {
 		if f, ok := f.(metrics.Failures); ok {
 			m.RegisterFailOpens(name, f)
@@ -263,7 +278,7 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 // configuration of cfg, the metrics m and the domain's hooks.
 func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hooks, secret []byte, draining *atomic.Bool) service.Settings {
 	pc := plans.DefaultConfig()
-	pc.PlanTTL, pc.ApplyLease = cfg.PlanTTL, cfg.ApplyLease
+	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
 	return service.Settings{
 		Plans:             pc,
 		PlanHooks:         hooks,
