@@ -59,6 +59,8 @@ type options struct {
 	p6Others    int
 	p6Reps      int
 	p6Revisions int
+	p7Plans     int
+	p7Reps      int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -66,7 +68,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.out, "out", "bench.json", "where to write the figures as JSON")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: fewer repetitions, shorter loops, smaller environments (figures not comparable)")
-	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6; P1 also gives P4)")
+	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6,P7; P1 also gives P4)")
 	fs.StringVar(&o.profileDir, "profile", "", "directory: take a CPU profile of the server for each scenario that misses its target")
 	fs.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each CPU profile")
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark's database (for inspection)")
@@ -89,6 +91,10 @@ func parseFlags(args []string) (options, error) {
 	o.p1Reps, o.p2Duration, o.p3Requests, o.p5Revision, o.p6Others, o.p6Reps, o.p6Revisions = 5, 20*time.Second, 2000, 9_900_000, 10_000, 5, 50
 	if o.quick {
 		o.p1Reps, o.p2Duration, o.p3Requests, o.p5Revision, o.p6Others, o.p6Reps = 2, 3*time.Second, 300, 1<<20, 1000, 2
+	}
+	o.p7Plans, o.p7Reps = 1000, 200
+	if o.quick {
+		o.p7Plans, o.p7Reps = 200, 40
 	}
 	if *p2 > 0 {
 		o.p2Duration = *p2
@@ -123,6 +129,7 @@ type bench struct {
 	p5Env  envKey
 	p5N    int
 	p6Big  envKey
+	p7Key  envKey
 }
 
 // report is what -out holds.
@@ -222,7 +229,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	scenarios := []struct {
 		id  string
 		run func(context.Context) error
-	}{{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P5", b.p5}, {"P6", b.p6}}
+	}{{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P5", b.p5}, {"P6", b.p6}, {"P7", b.p7}}
 	for _, sc := range scenarios {
 		if len(o.only) > 0 && !o.only[sc.id] && !(sc.id == "P1" && o.only["P4"]) {
 			continue

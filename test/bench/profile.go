@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -97,6 +98,15 @@ func (b *bench) profile(ctx context.Context, id string) error {
 		work = func(ctx context.Context) error {
 			for i := 0; ctx.Err() == nil; i++ {
 				if _, err := b.api.planAndApply(ctx, b.p6Big, apisDocument(keyedSpecs(fmt.Sprintf("prof%d", i), 10, 0))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	case "P7":
+		work = func(ctx context.Context) error {
+			for ctx.Err() == nil {
+				if _, err := b.api.do(ctx, http.MethodGet, "/v1/config-plans?limit=20", b.p7Key.Secret, nil, nil); err != nil {
 					return err
 				}
 			}

@@ -493,3 +493,102 @@ func (b *bench) seed(ctx context.Context, ek envKey, others, revisions int) erro
 	}
 	return nil
 }
+
+// p7 — GET /v1/config-plans?limit=20 in an environment of 1,000 plans, one
+// in ten of apis and the others of roles, with a key that reads apis only
+// (config:read, apis:read: it sees the hundred api plans), against the same
+// list with an all-permissions key (every plan). Repetitions alternate;
+// medians of each.
+func (b *bench) p7(ctx context.Context) error {
+	envs, err := b.srv.newEnvs(ctx, "p7", 1)
+	if err != nil {
+		return err
+	}
+	ek := envs[0]
+	var key struct{ ID, Secret string }
+	if err := b.srv.cli(ctx, &key, "key", "create", "--env", ek.EnvID, "--permissions", "config:read,apis:read"); err != nil {
+		return err
+	}
+	oneType := envKey{EnvID: ek.EnvID, KeyID: key.ID, Secret: key.Secret}
+	n := b.o.p7Plans
+	jobs := make(chan int)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Go(func() {
+			for i := range jobs {
+				if errs[w] != nil {
+					continue
+				}
+				k := fmt.Sprintf("p-%05d", i)
+				body := apisDocument(map[string]map[string]any{k: smallSpec(k, 0)})
+				if i%10 != 0 {
+					body, _ = json.Marshal(map[string]any{"config": map[string]any{"roles": map[string]any{
+						k: map[string]any{"display_name": "Role " + k}}}})
+				}
+				_, _, errs[w] = b.api.plan(ctx, ek, body)
+			}
+		})
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("creating %d plans: %w", n, err)
+	}
+	list := func(k envKey) (time.Duration, error) {
+		r, err := b.api.do(ctx, http.MethodGet, "/v1/config-plans?limit=20", k.Secret, nil, nil)
+		if err != nil {
+			return 0, err
+		}
+		if r.status != http.StatusOK {
+			return 0, fmt.Errorf("list: %d %s", r.status, r.body)
+		}
+		var page struct {
+			Data []struct {
+				Types []string `json:"types"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil || len(page.Data) != 20 {
+			return 0, fmt.Errorf("list: %d plans (%v), want 20", len(page.Data), err)
+		}
+		if k == oneType && slices.ContainsFunc(page.Data, func(p struct {
+			Types []string `json:"types"`
+		}) bool {
+			return !slices.Equal(p.Types, []string{"api"})
+		}) {
+			return 0, errors.New("the apis-only key was shown a plan of another type")
+		}
+		return r.took, nil
+	}
+	var one, full []time.Duration
+	for i := range 20 + b.o.p7Reps { // 20 warm-up pairs
+		order := []envKey{oneType, ek}
+		if i%2 == 1 {
+			order = []envKey{ek, oneType}
+		}
+		for _, k := range order {
+			d, err := list(k)
+			if err != nil {
+				return err
+			}
+			if i < 20 {
+				continue
+			}
+			if k == oneType {
+				one = append(one, d)
+			} else {
+				full = append(full, d)
+			}
+		}
+	}
+	fig, bnd := median(one), median(full)
+	ratio := fig.Seconds() / bnd.Seconds()
+	b.add(row{ID: "P7", Scenario: fmt.Sprintf("GET /v1/config-plans?limit=20 among %d plans, a key reading apis only (1 plan in 10), median of %d", n, b.o.p7Reps),
+		Figure: ms(fig), Unit: "ms", Bound: ms(bnd), BoundOf: "(all-permissions key)", Ratio: ratio, Target: "ratio ≤ 2", Checked: true, Pass: ratio <= 2,
+		Details: map[string]any{"one_type_p99_ms": ms(percentile(one, 99)), "full_p99_ms": ms(percentile(full, 99))}})
+	b.p7Key = oneType
+	return nil
+}
