@@ -3,6 +3,7 @@ package plans
 import (
 	"encoding/json"
 	"errors"
+	"github.com/keenauth/configplans/plans/displayname"
 	"strings"
 	"testing"
 
@@ -521,6 +522,51 @@ func FuzzDecodeDocument(f *testing.F) {
 				if d := Diff(e.Spec, e.Spec); len(d) != 0 {
 					t.Fatalf("Diff of a spec with itself: %v", d)
 				}
+			}
+		}
+	})
+}
+
+// uniqueValuesByDecoder is UniqueValues as the decoder reads it: what the
+// scan of topLevelMember must agree with on every valid JSON text.
+func uniqueValuesByDecoder(kind Kind, raw json.RawMessage) []UniqueValue {
+	var members struct {
+		DisplayName json.RawMessage `json:"display_name"`
+		Identifier  json.RawMessage `json:"identifier"`
+	}
+	if json.Unmarshal(raw, &members) != nil {
+		return nil
+	}
+	field, value := "display_name", members.DisplayName
+	if kind == KindAPI {
+		field, value = "identifier", members.Identifier
+	}
+	var v string
+	if json.Unmarshal(value, &v) != nil || v == "" {
+		return nil
+	}
+	key := v
+	if field == "display_name" {
+		key = displayname.Key(v)
+	}
+	return []UniqueValue{{Field: field, Value: v, Key: key}}
+}
+
+func FuzzUniqueValuesAgreeWithTheDecoder(f *testing.F) {
+	for _, seed := range []string{
+		`{"display_name":"O","identifier":"https://o.example","scopes":[{"value":"a"},{"value":"b","description":"B"}]}`,
+		`{"identifier":"a","identifier":"b"}`, `{"Identifier":"x"}`, `{"identifier":"a\"b\\"}`, `{ "identifier" : "x" , "n": [1, {"identifier": "y"}] }`,
+		`{"display_name":"CAFE\u0301"}`, `{"ident\u0069fier":"x"}`, `{}`, `[]`, `null`, `{"identifier":1e3}`, `{"identifier":null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		for _, k := range []Kind{KindAPI, KindRole} {
+			if diff := cmp.Diff(uniqueValuesByDecoder(k, data), UniqueValues(k, data)); diff != "" {
+				t.Fatalf("UniqueValues(%s, %s) (-decoder +scan):\n%s", k, data, diff)
 			}
 		}
 	})

@@ -527,18 +527,22 @@ func UniqueValues(kind Kind, raw json.RawMessage) []UniqueValue {
 	default:
 		return nil
 	}
-	// Only the two fields are decoded: the rest of the spec is skipped, not
-	// built into a map (this runs for every resource a plan looks at).
-	var members struct {
-		DisplayName json.RawMessage `json:"display_name"`
-		Identifier  json.RawMessage `json:"identifier"`
-	}
-	if json.Unmarshal(raw, &members) != nil {
-		return nil
-	}
-	value := members.DisplayName
-	if field == "identifier" {
-		value = members.Identifier
+	// Only the one member is read: the rest of the spec is skipped by a
+	// scan, not decoded (this runs for every resource a plan looks at).
+	value, ok := topLevelMember(raw, field)
+	if !ok {
+		// Not a well-formed object: the decoder says what it holds.
+		var members struct {
+			DisplayName json.RawMessage `json:"display_name"`
+			Identifier  json.RawMessage `json:"identifier"`
+		}
+		if json.Unmarshal(raw, &members) != nil {
+			return nil
+		}
+		value = members.DisplayName
+		if field == "identifier" {
+			value = members.Identifier
+		}
 	}
 	var v string
 	if json.Unmarshal(value, &v) != nil || v == "" {
@@ -549,4 +553,115 @@ func UniqueValues(kind Kind, raw json.RawMessage) []UniqueValue {
 		key = displayname.Key(v)
 	}
 	return []UniqueValue{{Field: field, Value: v, Key: key}}
+}
+
+// topLevelMember returns the value of the member name of the JSON object
+// raw (nil when it has none; the last one when it is repeated, as the
+// decoder does). ok is false when raw is not an object this scan reads:
+// not an object, malformed, or with a member name that has escapes (which
+// the decoder would match case-insensitively and unescaped).
+func topLevelMember(raw []byte, name string) (value json.RawMessage, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		if i >= len(raw) || raw[i] != '"' {
+			return nil, false
+		}
+		end := i + 1
+		for end < len(raw) && raw[end] != '"' {
+			if raw[end] == '\\' {
+				return nil, false
+			}
+			end++
+		}
+		if end >= len(raw) {
+			return nil, false
+		}
+		key := raw[i+1 : end]
+		i = skipSpace(raw, end+1)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+		vEnd, valid := skipValue(raw, i)
+		if !valid {
+			return nil, false
+		}
+		if string(key) == name {
+			value = raw[i:vEnd]
+		} else if strings.EqualFold(string(key), name) {
+			return nil, false // the decoder's case-insensitive match
+		}
+		i = skipSpace(raw, vEnd)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case '}':
+			return value, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value at b[i:]: strings skipped
+// with their escapes, objects and arrays by depth, scalars up to the next
+// delimiter. It checks the structure, not every scalar: a value it ends
+// is then decoded by encoding/json, which refuses a malformed one.
+func skipValue(b []byte, i int) (int, bool) {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(b) {
+				return 0, false
+			}
+			i++
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			if depth == 0 {
+				return i, true
+			}
+			depth--
+			i++
+		case ',':
+			if depth == 0 {
+				return i, true
+			}
+			i++
+		default:
+			i++
+		}
+		if depth == 0 && i < len(b) {
+			if j := skipSpace(b, i); j < len(b) && (b[j] == ',' || b[j] == '}' || b[j] == ']') {
+				return i, true
+			}
+		}
+	}
+	return i, depth == 0
 }
