@@ -53,21 +53,36 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 			return nil, err
 		}
 	}
-	if err := s.write(ctx, tx, a, p, st.cur, out); err != nil {
+	kinds, err := s.write(ctx, tx, a, p, st.cur, out)
+	if err != nil {
 		return nil, err
 	}
 	if token == "" {
 		return out, nil
 	}
-	if err := s.recordRevision(ctx, tx, a, p, rev, out); err != nil {
+	rec := configdb.ApplyRecord{EnvironmentID: a.EnvironmentID, Kinds: kinds, Keep: s.cfg.RevisionLimit, Plan: p.key(), Token: token}
+	if len(rev.resources) > 0 {
+		id := NewID(PrefixRevision)
+		out.revisionID = &id
+		rec.Revision = &revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID, Types: kindStrings(p.Types), Counts: rev.counts,
+			CreatedAt: tx.Now, ExpiresAt: tx.Now.Add(s.cfg.RevisionMaxAge)}
+		rec.Resources = rev.encoded
+	}
+	rec.Logs = applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID)
+	out.logID = rec.Logs[0].ID
+	rec.Applied, rec.Event = s.appliedRecord(tx, a, p, opt, rev.counts, out)
+	recorded, pruned, err := tx.RecordApplyOutcome(ctx, rec)
+	if err != nil {
 		return nil, err
 	}
-	logs := applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID)
-	out.logID = logs[0].ID
-	if err := tx.RecordLogs(ctx, logs); err != nil {
-		return nil, err
+	if !recorded {
+		return nil, &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
+			Extra: map[string]any{"plan_status": StatusApplying}}
 	}
-	return out, s.recordApplied(ctx, tx, a, p, opt, rev.counts, token, out)
+	if pruned > 0 && s.hooks.OnRevisionsPruned != nil {
+		s.hooks.OnRevisionsPruned(pruned)
+	}
+	return out, nil
 }
 
 // loadApplyState re-reads, in the apply's transaction, what the plan's
@@ -153,10 +168,12 @@ func buildRevision(p *Plan, cur state) (*revision, error) {
 	return rev, nil
 }
 
-// write writes every change and bumps the generation of each written type
-// and of the environment.
-func (s *Service) write(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, cur state, out *applied) error {
+// write writes every change, and returns the written kinds, whose
+// generations (and the environment's) the apply's record moves.
+func (s *Service) write(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, cur state, out *applied) ([]string, error) {
 	var creates []configdb.Resource
+	var updates []configdb.ResourceUpdate
+	var deletes []configdb.ResourceDeletion
 	written := map[Kind]bool{}
 	for _, c := range p.Changes {
 		r := cur.get(c.Kind, c.Key)
@@ -173,51 +190,27 @@ func (s *Service) write(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, 
 			creates = append(creates, configdb.Resource{EnvironmentID: a.EnvironmentID, Kind: string(c.Kind), Key: c.Key, ResourceID: id,
 				Version: 1, Spec: configdb.JSON(c.Spec), DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
 		case ActionUpdate:
-			if err := tx.UpdateResource(ctx, a.EnvironmentID, string(c.Kind), c.Key, r.Version, configdb.JSON(c.Spec), displayNameKey(c.Kind, c.Spec)); err != nil {
-				return err
-			}
+			updates = append(updates, configdb.ResourceUpdate{Kind: string(c.Kind), Key: c.Key, Version: r.Version, Spec: configdb.JSON(c.Spec),
+				DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
 			if c.Kind == KindConnection {
 				out.connIDs[c.Key] = r.ResourceID
 			}
 		case ActionDelete:
-			if err := tx.DeleteResource(ctx, a.EnvironmentID, string(c.Kind), c.Key, r.Version); err != nil {
-				return err
-			}
+			deletes = append(deletes, configdb.ResourceDeletion{Kind: string(c.Kind), Key: c.Key, Version: r.Version})
 		default:
 			continue
 		}
 		written[c.Kind] = true
 	}
-	if err := tx.CreateResources(ctx, creates); err != nil {
-		return err
+	if err := tx.WriteResources(ctx, a.EnvironmentID, creates, updates, deletes); err != nil {
+		return nil, err
 	}
 	kinds := make([]string, 0, len(written))
 	for k := range written {
 		kinds = append(kinds, string(k))
 	}
-	return tx.BumpGenerations(ctx, a.EnvironmentID, kinds)
-}
-
-// recordRevision keeps the revision of the changes (when something
-// changed) and prunes the environment's old ones.
-func (s *Service) recordRevision(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, rev *revision, out *applied) error {
-	if len(rev.resources) == 0 {
-		return nil
-	}
-	id := NewID(PrefixRevision)
-	out.revisionID = &id
-	if err := tx.RecordRevision(revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID,
-		Types: kindStrings(p.Types), Counts: rev.counts, CreatedAt: tx.Now, ExpiresAt: tx.Now.Add(s.cfg.RevisionMaxAge)}, rev.encoded); err != nil {
-		return err
-	}
-	n, err := tx.PruneRevisions(a.EnvironmentID, s.cfg.RevisionLimit)
-	if err != nil {
-		return err
-	}
-	if n > 0 && s.hooks.OnRevisionsPruned != nil {
-		s.hooks.OnRevisionsPruned(n)
-	}
-	return nil
+	slices.Sort(kinds)
+	return kinds, nil
 }
 
 // applyLogs are the management log's entries of an apply: config.applied
@@ -244,11 +237,11 @@ func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Co
 	return logs
 }
 
-// recordApplied records the apply on the plan: applied when it has no
-// OIDC material to write (out.plan is then the answer), still applying
-// under token otherwise, until the federation service confirmed it.
-func (s *Service) recordApplied(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, opt ApplyOptions, counts revisions.Counts,
-	token string, out *applied) error {
+// appliedRecord is what the apply records on the plan: applied when it
+// has no OIDC material to write (out.plan is then the answer, and the
+// apply_succeeded event is recorded with it), still applying under the
+// lease otherwise, until the federation service confirmed it.
+func (s *Service) appliedRecord(tx *configdb.Tx, a Actor, p *Plan, opt ApplyOptions, counts revisions.Counts, out *applied) (configdb.AppliedPlan, *configdb.PlanEventRow) {
 	rec := configdb.AppliedPlan{RevisionID: out.revisionID, AppliedBy: a.APIKeyID, Fingerprint: nullable(opt.IdempotencyFingerprint)}
 	// A created connection's change shows its new id from now on (§5).
 	changes := p.Changes
@@ -261,21 +254,13 @@ func (s *Service) recordApplied(ctx context.Context, tx *configdb.Tx, a Actor, p
 		}
 		rec.Changes = mustJSON(changeRecords(changes))
 	}
-	if !out.material {
-		rec.Finished = true
-		res := *p
-		appliedAt := Time(tx.Now)
-		res.Status, res.AppliedAt, res.RevisionID, res.Changes = StatusApplied, &appliedAt, out.revisionID, changes
-		out.plan = &res
-	}
-	if recorded, err := tx.RecordApply(ctx, p.key(), token, rec); err != nil {
-		return err
-	} else if !recorded {
-		return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
-			Extra: map[string]any{"plan_status": StatusApplying}}
-	}
 	if out.material {
-		return nil
+		return rec, nil
 	}
-	return recordEvent(ctx, tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID, "counts": counts})
+	rec.Finished = true
+	res := *p
+	appliedAt := Time(tx.Now)
+	res.Status, res.AppliedAt, res.RevisionID, res.Changes = StatusApplied, &appliedAt, out.revisionID, changes
+	out.plan = &res
+	return rec, eventRow(a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID, "counts": counts})
 }

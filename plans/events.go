@@ -24,11 +24,17 @@ type EventActor struct {
 
 // recordEvent adds an event, caused by a, to a plan's history.
 func recordEvent(ctx context.Context, tx *configdb.Tx, a Actor, planID, typ string, data map[string]any) error {
+	return tx.RecordEvent(ctx, *eventRow(a, planID, typ, data))
+}
+
+// eventRow is a new event of a plan's history (its time is the
+// transaction's).
+func eventRow(a Actor, planID, typ string, data map[string]any) *configdb.PlanEventRow {
 	if data == nil {
 		data = map[string]any{}
 	}
-	return tx.RecordEvent(ctx, configdb.PlanEventRow{EnvironmentID: a.EnvironmentID, PlanID: planID, ID: NewID(PrefixEvent), Type: typ,
-		APIKeyID: a.APIKeyID, RequestID: a.RequestID, Data: mustJSON(data)})
+	return &configdb.PlanEventRow{EnvironmentID: a.EnvironmentID, PlanID: planID, ID: NewID(PrefixEvent), Type: typ,
+		APIKeyID: a.APIKeyID, RequestID: a.RequestID, Data: mustJSON(data)}
 }
 
 // ListEvents lists a plan's events, oldest first.

@@ -1,0 +1,274 @@
+package configdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/keenauth/configplans/revisions"
+)
+
+// The writes of an apply on PostgreSQL go in few statements, whatever the
+// size of the plan: one per kind of resource write (creates, updates,
+// deletions), many rows each from one jsonb parameter
+// (jsonb_to_recordset), and one for everything the apply records after
+// them (generations, revision and its pruning, management log, the plan's
+// state, its event), as data-modifying CTEs. SQLite, in the process, runs
+// the same writes one statement each.
+
+// ResourceUpdate is a new spec over version of one resource.
+type ResourceUpdate struct {
+	Kind, Key      string
+	Version        int
+	Spec           JSON
+	DisplayNameKey *string
+}
+
+// ResourceDeletion names one resource at version.
+type ResourceDeletion struct {
+	Kind, Key string
+	Version   int
+}
+
+// WriteResources creates (version 1), updates (to version+1) and deletes
+// resources of envID at the transaction's time. An update or deletion
+// that finds its resource no longer at its version asks for the
+// transaction to run again.
+func (tx *Tx) WriteResources(ctx context.Context, envID string, creates []Resource, updates []ResourceUpdate, deletes []ResourceDeletion) error {
+	if tx.sqlite {
+		for _, u := range updates {
+			if err := tx.UpdateResource(ctx, envID, u.Kind, u.Key, u.Version, u.Spec, u.DisplayNameKey); err != nil {
+				return err
+			}
+		}
+		for _, d := range deletes {
+			if err := tx.DeleteResource(ctx, envID, d.Kind, d.Key, d.Version); err != nil {
+				return err
+			}
+		}
+		return tx.CreateResources(ctx, creates)
+	}
+	if len(deletes) > 0 {
+		type del struct {
+			Kind    string `json:"kind"`
+			Key     string `json:"key"`
+			Version int    `json:"version"`
+		}
+		rows := make([]del, len(deletes))
+		for i, d := range deletes {
+			rows[i] = del{d.Kind, d.Key, d.Version}
+		}
+		if err := tx.execAll(ctx, "delete resources", len(rows), `DELETE FROM resources r USING jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int)
+			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, mustRecords(rows), envID); err != nil {
+			return err
+		}
+	}
+	if len(updates) > 0 {
+		type upd struct {
+			Kind           string          `json:"kind"`
+			Key            string          `json:"key"`
+			Version        int             `json:"version"`
+			Spec           json.RawMessage `json:"spec"`
+			DisplayNameKey *string         `json:"display_name_key"`
+		}
+		rows := make([]upd, len(updates))
+		for i, u := range updates {
+			rows[i] = upd{u.Kind, u.Key, u.Version, json.RawMessage(u.Spec), u.DisplayNameKey}
+		}
+		if err := tx.execAll(ctx, "update resources", len(rows), `UPDATE resources r SET spec = t.spec, display_name_key = t.display_name_key,
+				version = t.version + 1, updated_at = ?
+			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int, spec jsonb, display_name_key text)
+			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, tx.Now, mustRecords(rows), envID); err != nil {
+			return err
+		}
+	}
+	if len(creates) > 0 {
+		type cre struct {
+			Kind           string          `json:"kind"`
+			Key            string          `json:"key"`
+			ResourceID     string          `json:"resource_id"`
+			Spec           json.RawMessage `json:"spec"`
+			DisplayNameKey *string         `json:"display_name_key"`
+		}
+		rows := make([]cre, len(creates))
+		for i, c := range creates {
+			rows[i] = cre{c.Kind, c.Key, c.ResourceID, json.RawMessage(c.Spec), c.DisplayNameKey}
+		}
+		if err := tx.execAll(ctx, "create resources", len(rows), `INSERT INTO resources (environment_id, kind, key, resource_id, version, spec,
+				display_name_key, created_at, updated_at)
+			SELECT ?, t.kind, t.key, t.resource_id, 1, t.spec, t.display_name_key, ?, ?
+			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, resource_id text, spec jsonb, display_name_key text)`,
+			envID, tx.Now, tx.Now, mustRecords(rows)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execAll runs a write that must change n rows; fewer is a retry.
+func (tx *Tx) execAll(ctx context.Context, what string, n int, sql string, args ...any) error {
+	res := tx.q(ctx).Exec(sql, args...)
+	if res.Error != nil {
+		return res.Error
+	}
+	if int(res.RowsAffected) != n {
+		return ErrRetry(fmt.Sprintf("%s: %d of %d rows at their version", what, res.RowsAffected, n))
+	}
+	return nil
+}
+
+// mustRecords is rows as one jsonb parameter (a string: the driver must
+// not take a byte slice for bytea).
+func mustRecords(rows any) string {
+	b, err := json.Marshal(rows)
+	if err != nil {
+		panic(err) // strings, numbers and valid JSON only
+	}
+	return string(b)
+}
+
+// ApplyRecord is what an apply records once its changes are written.
+type ApplyRecord struct {
+	EnvironmentID string
+	// Kinds are the written kinds: their generations and the
+	// environment's move (nothing when empty).
+	Kinds []string
+	// Revision, when set, is stored with Resources (revisions.Encode),
+	// and the environment's revisions past the Keep newest (this one
+	// included) or past their age are pruned.
+	Revision  *revisions.Revision
+	Resources []byte
+	Keep      int
+	Logs      []LogRow
+	// The plan's new state, under the lease of Token.
+	Plan    PlanKey
+	Token   string
+	Applied AppliedPlan
+	// Event, when set, is added to the plan's history.
+	Event *PlanEventRow
+}
+
+// RecordApplyOutcome writes r in the transaction. recorded is false when
+// the plan is no longer applying under r.Token (the lease was lost: the
+// caller rolls back); pruned is how many revisions were pruned.
+func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded bool, pruned int, err error) {
+	if tx.sqlite {
+		return tx.recordApplyOutcomeEach(ctx, r)
+	}
+	var parts []string
+	var args []any
+	add := func(name, sql string, a ...any) {
+		parts = append(parts, name+" AS ("+sql+" RETURNING 1)")
+		args = append(args, a...)
+	}
+	if len(r.Kinds) > 0 {
+		add("g", "UPDATE type_states SET generation = generation + 1 WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))",
+			r.EnvironmentID, mustRecords(r.Kinds))
+		add("e", "UPDATE environments SET generation = generation + 1 WHERE id = ?", r.EnvironmentID)
+	}
+	prune := "SELECT 0"
+	if r.Revision != nil {
+		types, _ := json.Marshal(r.Revision.Types)
+		counts, _ := json.Marshal(r.Revision.Counts)
+		add("r", `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, resources, created_at, expires_at)
+			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?, ?)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
+			string(r.Resources), r.Revision.CreatedAt, r.Revision.ExpiresAt)
+		// The statement does not see the revision it inserts: of the
+		// others, the Keep-1 newest stay.
+		add("pr", `DELETE FROM config_revisions WHERE environment_id = ? AND id <> ? AND (expires_at <= ? OR id IN (
+			SELECT id FROM config_revisions WHERE environment_id = ? AND id <> ? ORDER BY id DESC OFFSET ?))`,
+			r.EnvironmentID, r.Revision.ID, tx.Now, r.EnvironmentID, r.Revision.ID, max(r.Keep-1, 0))
+		prune = "SELECT count(*) FROM pr"
+	}
+	if len(r.Logs) > 0 {
+		type logRec struct {
+			ID         string          `json:"id"`
+			Type       string          `json:"type"`
+			CreatedAt  time.Time       `json:"created_at"`
+			APIKeyID   string          `json:"api_key_id"`
+			RequestID  string          `json:"request_id"`
+			PlanID     *string         `json:"plan_id"`
+			RevisionID *string         `json:"revision_id"`
+			Data       json.RawMessage `json:"data"`
+		}
+		rows := make([]logRec, len(r.Logs))
+		for i, l := range r.Logs {
+			rows[i] = logRec{l.ID, l.Type, l.CreatedAt, l.APIKeyID, l.RequestID, l.PlanID, l.RevisionID, json.RawMessage(l.Data)}
+		}
+		add("l", `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
+			SELECT ?, t.id, t.type, t.created_at, t.api_key_id, t.request_id, t.plan_id, t.revision_id, t.data
+			FROM jsonb_to_recordset(?::jsonb) AS t(id text, type text, created_at timestamptz, api_key_id text, request_id text,
+				plan_id text, revision_id text, data jsonb)`, r.EnvironmentID, mustRecords(rows))
+	}
+	set, setArgs := appliedSet(r.Applied, tx.Now)
+	q, env, id := r.Plan.where()
+	add("p", "UPDATE config_plans SET "+set+" WHERE "+q+" AND status = 'applying' AND lease_token = ?", append(setArgs, env, id, r.Token)...)
+	if ev := r.Event; ev != nil {
+		add("ev", `INSERT INTO plan_events (environment_id, plan_id, id, type, created_at, api_key_id, request_id, data)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb)`, ev.EnvironmentID, ev.PlanID, ev.ID, ev.Type, tx.Now, ev.APIKeyID, ev.RequestID, string(ev.Data))
+	}
+	sql := "WITH "
+	for i, p := range parts {
+		if i > 0 {
+			sql += ", "
+		}
+		sql += p
+	}
+	sql += " SELECT (SELECT count(*) FROM p) AS recorded, (" + prune + ") AS pruned"
+	var out struct {
+		Recorded int
+		Pruned   int
+	}
+	if err := tx.q(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
+		return false, 0, err
+	}
+	return out.Recorded > 0, out.Pruned, nil
+}
+
+// recordApplyOutcomeEach is RecordApplyOutcome one statement at a time.
+func (tx *Tx) recordApplyOutcomeEach(ctx context.Context, r ApplyRecord) (bool, int, error) {
+	if err := tx.BumpGenerations(ctx, r.EnvironmentID, r.Kinds); err != nil {
+		return false, 0, err
+	}
+	pruned := 0
+	if r.Revision != nil {
+		if err := tx.RecordRevision(*r.Revision, r.Resources); err != nil {
+			return false, 0, err
+		}
+		var err error
+		if pruned, err = tx.PruneRevisions(r.EnvironmentID, r.Keep); err != nil {
+			return false, 0, err
+		}
+	}
+	if len(r.Logs) > 0 {
+		if err := tx.RecordLogs(ctx, r.Logs); err != nil {
+			return false, 0, err
+		}
+	}
+	recorded, err := tx.RecordApply(ctx, r.Plan, r.Token, r.Applied)
+	if err != nil || !recorded {
+		return false, pruned, err
+	}
+	if r.Event != nil {
+		if err := tx.RecordEvent(ctx, *r.Event); err != nil {
+			return false, pruned, err
+		}
+	}
+	return true, pruned, nil
+}
+
+// appliedSet is the SET clause of RecordApply for a.
+func appliedSet(a AppliedPlan, now time.Time) (string, []any) {
+	set := "revision_id = ?, applied_by = ?, idempotency_fingerprint = ?"
+	args := []any{a.RevisionID, a.AppliedBy, a.Fingerprint}
+	if a.Changes != nil {
+		set += ", changes = ?::json"
+		args = append(args, string(a.Changes))
+	}
+	if a.Finished {
+		set += ", status = '" + applied + "', applied_at = ?, lease_token = '', lease_until = NULL"
+		args = append(args, now)
+	}
+	return set, args
+}
