@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/keenauth/configplans/revisions"
@@ -65,41 +66,27 @@ func (tx *Tx) WriteResources(ctx context.Context, envID string, creates []Resour
 		}
 	}
 	if len(updates) > 0 {
-		type upd struct {
-			Kind           string          `json:"kind"`
-			Key            string          `json:"key"`
-			Version        int             `json:"version"`
-			Spec           json.RawMessage `json:"spec"`
-			DisplayNameKey *string         `json:"display_name_key"`
-		}
-		rows := make([]upd, len(updates))
-		for i, u := range updates {
-			rows[i] = upd{u.Kind, u.Key, u.Version, json.RawMessage(u.Spec), u.DisplayNameKey}
-		}
-		if err := tx.execAll(ctx, "update resources", len(rows), `UPDATE resources r SET spec = t.spec, display_name_key = t.display_name_key,
+		rows := specRecords(len(updates), func(i int) (string, string, int, string, JSON, *string) {
+			u := updates[i]
+			return u.Kind, u.Key, u.Version, "", u.Spec, u.DisplayNameKey
+		})
+		if err := tx.execAll(ctx, "update resources", len(updates), `UPDATE resources r SET spec = t.spec, display_name_key = t.display_name_key,
 				version = t.version + 1, updated_at = ?
 			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int, spec jsonb, display_name_key text)
-			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, tx.Now, mustRecords(rows), envID); err != nil {
+			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, tx.Now, rows, envID); err != nil {
 			return err
 		}
 	}
 	if len(creates) > 0 {
-		type cre struct {
-			Kind           string          `json:"kind"`
-			Key            string          `json:"key"`
-			ResourceID     string          `json:"resource_id"`
-			Spec           json.RawMessage `json:"spec"`
-			DisplayNameKey *string         `json:"display_name_key"`
-		}
-		rows := make([]cre, len(creates))
-		for i, c := range creates {
-			rows[i] = cre{c.Kind, c.Key, c.ResourceID, json.RawMessage(c.Spec), c.DisplayNameKey}
-		}
-		if err := tx.execAll(ctx, "create resources", len(rows), `INSERT INTO resources (environment_id, kind, key, resource_id, version, spec,
+		rows := specRecords(len(creates), func(i int) (string, string, int, string, JSON, *string) {
+			c := creates[i]
+			return c.Kind, c.Key, 1, c.ResourceID, c.Spec, c.DisplayNameKey
+		})
+		if err := tx.execAll(ctx, "create resources", len(creates), `INSERT INTO resources (environment_id, kind, key, resource_id, version, spec,
 				display_name_key, created_at, updated_at)
 			SELECT ?, t.kind, t.key, t.resource_id, 1, t.spec, t.display_name_key, ?, ?
 			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, resource_id text, spec jsonb, display_name_key text)`,
-			envID, tx.Now, tx.Now, mustRecords(rows)); err != nil {
+			envID, tx.Now, tx.Now, rows); err != nil {
 			return err
 		}
 	}
@@ -116,6 +103,55 @@ func (tx *Tx) execAll(ctx context.Context, what string, n int, sql string, args 
 		return ErrRetry(fmt.Sprintf("%s: %d of %d rows at their version", what, res.RowsAffected, n))
 	}
 	return nil
+}
+
+// specRecords is the jsonb parameter of n resource writes, each
+// {"kind","key","version","resource_id","spec","display_name_key"}, built
+// by appending: a spec is canonical JSON already (it was validated and
+// encoded by the domain), and encoding/json would validate and compact
+// every one again.
+func specRecords(n int, row func(i int) (kind, key string, version int, resourceID string, spec JSON, displayNameKey *string)) string {
+	size := 2
+	for i := range n {
+		_, _, _, _, spec, _ := row(i)
+		size += len(spec) + 128
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	for i := range n {
+		kind, key, version, resourceID, spec, dnk := row(i)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"kind":`...)
+		b = appendJSONString(b, kind)
+		b = append(b, `,"key":`...)
+		b = appendJSONString(b, key)
+		b = append(b, `,"version":`...)
+		b = strconv.AppendInt(b, int64(version), 10)
+		b = append(b, `,"resource_id":`...)
+		b = appendJSONString(b, resourceID)
+		b = append(b, `,"spec":`...)
+		if len(spec) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, spec...)
+		}
+		b = append(b, `,"display_name_key":`...)
+		if dnk == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONString(b, *dnk)
+		}
+		b = append(b, '}')
+	}
+	return string(append(b, ']'))
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }
 
 // mustRecords is rows as one jsonb parameter (a string: the driver must
