@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/test/apitest"
 	"github.com/keenauth/configplans/test/testdb"
@@ -130,10 +131,15 @@ func TestRedisClusterReshardAndFailover(t *testing.T) {
 	// Decisions, not latency: a busy machine must not turn slow calls into
 	// fail-opens (which this test counts).
 	rl := ratelimit.Config{Quota: 100000, Inflight: 1000, CallTimeout: 3 * time.Second}
-	first := newApplyEnv(t, apitest.Options{Cluster: rdb, Prefix: prefix, RateLimit: rl})
+	// Every applied plan keeps its revision: the workload runs for as long as
+	// the reshard and the failover take, and a fast apply may pass the 50
+	// revisions an environment keeps by default.
+	pc := plans.DefaultConfig()
+	pc.RevisionLimit = 100_000
+	first := newApplyEnv(t, apitest.Options{Cluster: rdb, Prefix: prefix, RateLimit: rl, Plans: pc})
 	envs := []*apitest.Env{first.e}
 	for range 5 {
-		envs = append(envs, apitest.Setup(t, apitest.Options{Database: first.e.DB, Cluster: rdb, Prefix: prefix, RateLimit: rl}))
+		envs = append(envs, apitest.Setup(t, apitest.Options{Database: first.e.DB, Cluster: rdb, Prefix: prefix, RateLimit: rl, Plans: pc}))
 	}
 	check := &answerCheck{t: t, statuses: map[int]int{}}
 	var (
