@@ -28,7 +28,9 @@ type planDocument struct {
 // readDocument reads the configuration document of -f: a file path, or
 // "-" for stdin. The file holds either the document itself or an object
 // whose top level is {"config": …} as an export writes it, with its
-// "versions" member. A JSON document's bytes are sent as they are: the API
+// "versions" member. Either may carry the "$schema" an editor uses
+// (/v1/config-schema.json), which is not sent. A JSON document's bytes are
+// sent as they are (but for that member): the API
 // is the one that validates them. A YAML document (see isYAML) is converted
 // to the JSON it stands for, members in the file's order, so the API's
 // pointers are those of the JSON equivalent.
@@ -77,11 +79,19 @@ func unwrapDocument(name string, b []byte) (planDocument, error) {
 	}
 	cfg, wrapped := top["config"]
 	if !wrapped {
-		return planDocument{config: json.RawMessage(bytes.TrimSpace(b))}, nil
+		doc := json.RawMessage(bytes.TrimSpace(b))
+		if _, ok := top["$schema"]; ok {
+			// An editor's "$schema" is not a type of the document.
+			var err error
+			if doc, err = withoutMember(doc, "$schema"); err != nil {
+				return planDocument{}, usagef("%s: %v", name, err)
+			}
+		}
+		return planDocument{config: doc}, nil
 	}
 	var extra []string
 	for k := range top {
-		if k != "config" && k != "versions" {
+		if k != "config" && k != "versions" && k != "$schema" {
 			extra = append(extra, k)
 		}
 	}
@@ -95,6 +105,40 @@ func unwrapDocument(name string, b []byte) (planDocument, error) {
 		doc.versions = v
 	}
 	return doc, nil
+}
+
+// withoutMember is the JSON object obj without its top-level member name,
+// the other members as they are, in their order.
+func withoutMember(obj json.RawMessage, name string) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		if key == name {
+			continue
+		}
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		out.Write(k)
+		out.WriteByte(':')
+		out.Write(v)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
 }
 
 // jsonErrorAt locates a JSON syntax error by line and column.

@@ -13,6 +13,11 @@ func TestUnwrapDocumentTakesAnExportOrABareDocument(t *testing.T) {
 		`{"config": {"apis": {}}}`:                       {`{"apis": {}}`, ""},
 		`{"config": {"apis": {}}, "versions": {"a": 1}}`: {`{"apis": {}}`, `{"a": 1}`},
 		`{"config": {"apis": {}}, "versions": null}`:     {`{"apis": {}}`, ""},
+		// An editor's "$schema" is dropped, from a bare document as from an
+		// export; the other members are sent as they are, in their order.
+		`{"$schema": "https://x.example/v1/config-schema.json", "roles": {"r": null},  "apis": {}}`: {`{"roles":{"r": null},"apis":{}}`, ""},
+		`{"apis": {}, "$schema": "s"}`:                                   {`{"apis":{}}`, ""},
+		`{"$schema": "s", "config": {"apis": {}}, "versions": {"a": 1}}`: {`{"apis": {}}`, `{"a": 1}`},
 		// A bare document's "versions" is a document key (refused by the API).
 		`{"versions": {"a": 1}}`: {`{"versions": {"a": 1}}`, ""},
 	} {
