@@ -62,6 +62,9 @@ func (d DiffOp) MarshalJSON() ([]byte, error) {
 // Equal specs give an empty, non-nil slice.
 func Diff(before, after json.RawMessage) []DiffOp {
 	ops := []DiffOp{}
+	if len(before) > 0 && bytes.Equal(before, after) {
+		return ops // the same bytes hold the same value
+	}
 	b, bOK := decodeForDiff(before)
 	a, aOK := decodeForDiff(after)
 	switch {

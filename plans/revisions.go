@@ -97,6 +97,10 @@ type RevisionDiffResource struct {
 	Diff          []DiffOp        `json:"diff"`
 }
 
+// wholeKindAt is how many resources of one kind a revision holds for its
+// diff to read the whole kind instead of each key.
+const wholeKindAt = 200
+
 // DiffRevision compares every resource of a revision with its state now,
 // in the order of the revision. It needs the permissions of GetRevision and
 // writes nothing.
@@ -105,12 +109,26 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 	if err != nil {
 		return nil, err
 	}
+	// A kind of which the revision holds many resources is read whole, in
+	// one query, like an export; the others by key.
 	var sel configdb.Selection
+	perKind := map[string]int{}
 	for _, r := range rev.Resources {
-		sel.Keys = append(sel.Keys, [2]string{r.Kind, r.Key})
+		perKind[r.Kind]++
 	}
+	for k, n := range perKind {
+		if n >= wholeKindAt {
+			sel.Kinds = append(sel.Kinds, k)
+		}
+	}
+	for _, r := range rev.Resources {
+		if perKind[r.Kind] < wholeKindAt {
+			sel.Keys = append(sel.Keys, [2]string{r.Kind, r.Key})
+		}
+	}
+	slices.Sort(sel.Kinds)
 	now := state{}
-	if len(sel.Keys) > 0 {
+	if len(sel.Keys)+len(sel.Kinds) > 0 {
 		rows, err := s.db.LoadResources(ctx, a.EnvironmentID, sel)
 		if err != nil {
 			return nil, err
@@ -119,6 +137,8 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 	}
 	out := &RevisionDiff{Object: "config_revision_diff", RevisionID: rev.ID, Resources: make([]RevisionDiffResource, 0, len(rev.Resources))}
 	for _, r := range rev.Resources {
+		// Revisions are stored as jsonb on PostgreSQL, which orders
+		// members its own way: canonical gives the spec's own form back.
 		d := RevisionDiffResource{Kind: r.Kind, Key: r.Key, VersionBefore: r.VersionBefore, SpecBefore: canonical(r.SpecBefore)}
 		if cur := now.get(Kind(r.Kind), r.Key); cur != nil {
 			v := cur.Version

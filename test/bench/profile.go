@@ -112,6 +112,8 @@ func (b *bench) profile(ctx context.Context, id string) error {
 			}
 			return nil
 		}
+	case "P8", "P9", "P10":
+		work = b.reviewProfile(id)
 	default:
 		return fmt.Errorf("no profile workload for %s", id)
 	}
