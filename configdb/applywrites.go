@@ -58,7 +58,7 @@ func (tx *Tx) WriteResources(ctx context.Context, envID string, creates []Resour
 		}
 		rows := make([]del, len(deletes))
 		for i, d := range deletes {
-			rows[i] = del{d.Kind, d.Key, d.Version}
+			rows[i] = del(d)
 		}
 		if err := tx.execAll(ctx, "delete resources", len(rows), `DELETE FROM resources r USING jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int)
 			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, mustRecords(rows), envID); err != nil {
