@@ -489,39 +489,105 @@ func jsonFields(t reflect.Type) map[string]reflect.StructField {
 // malformed_request otherwise (not an object, data after it).
 // A member repeated in the object is malformed too (as in a document), not
 // silently replaced by its last occurrence.
+//
+// The members' values are slices of body, not copies: a plan's body is
+// megabytes, and its config is the whole of it.
 func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
 	notObject := &Error{Code: CodeMalformedRequest, Detail: "the request body must be a JSON object"}
-	d := json.NewDecoder(bytes.NewReader(body))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
 		return notObject
 	}
+	i = skipSpace(body, i+1)
 	*dst = map[string]json.RawMessage{}
 	var repeated []FieldError
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
+	for first := true; ; first = false {
+		if i < len(body) && body[i] == '}' && first {
+			break
+		}
+		end := valueEnd(body, i)
+		if end < 0 || body[i] != '"' {
 			return notObject
 		}
-		key, _ := t.(string)
-		var value json.RawMessage
-		if err := d.Decode(&value); err != nil {
+		var key string
+		if err := json.Unmarshal(body[i:end], &key); err != nil {
 			return notObject
 		}
+		i = skipSpace(body, end)
+		if i >= len(body) || body[i] != ':' {
+			return notObject
+		}
+		i = skipSpace(body, i+1)
+		end = valueEnd(body, i)
+		if end < 0 || !json.Valid(body[i:end]) {
+			return notObject
+		}
+		value := json.RawMessage(body[i:end:end])
 		if _, dup := (*dst)[key]; dup {
 			repeated = append(repeated, FieldError{Pointer: Pointer(key), Code: CodeMalformedRequest,
 				Detail: "This member is repeated in its object."})
+		} else {
+			(*dst)[key] = value
+		}
+		i = skipSpace(body, end)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
 			continue
 		}
-		(*dst)[key] = value
-	}
-	if _, err := d.Token(); err != nil {
+		if i < len(body) && body[i] == '}' {
+			break
+		}
 		return notObject
 	}
 	if len(repeated) > 0 {
 		return Problems(CodeMalformedRequest, repeated)
 	}
-	if _, err := d.Token(); err != io.EOF {
+	if skipSpace(body, i+1) != len(body) {
 		return &Error{Code: CodeMalformedRequest, Detail: "the request body has data after the JSON object"}
 	}
 	return nil
+}
+
+// valueEnd returns the end of the JSON value that starts at b[i], found by
+// its delimiters only (strings, brackets), or -1 when it has none; whether
+// the value is valid JSON is for json.Valid to say.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; c {
+		case '"':
+			for j++; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
+				}
+			}
+			if j >= len(b) {
+				return -1
+			}
+			if depth == 0 {
+				return j + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth <= 0 {
+				if depth < 0 {
+					return j // a scalar ended by its object's end
+				}
+				return j + 1
+			}
+		case ' ', '\t', '\n', '\r', ',', ':':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	if depth == 0 {
+		return len(b) // a scalar at the end of b
+	}
+	return -1
 }
