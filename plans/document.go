@@ -153,7 +153,11 @@ func documentOf(items []docItem, planned map[Kind]bool) (*Document, []FieldError
 		}
 	}
 	pointers := map[Kind]map[string]string{}
-	for _, it := range items {
+	for i := range items {
+		it := items[i]
+		// The parsed tree of a spec is several times its JSON: each is
+		// let go once its typed spec is decoded, not at the end.
+		items[i].spec = nil
 		e := Entry{Kind: it.kind, Key: it.key}
 		if it.spec != nil {
 			s, _ := newSpec(it.kind)
