@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/keenauth/configplans/revisions"
@@ -109,43 +110,51 @@ func (tx *Tx) execAll(ctx context.Context, what string, n int, sql string, args 
 // {"kind","key","version","resource_id","spec","display_name_key"}, built
 // by appending: a spec is canonical JSON already (it was validated and
 // encoded by the domain), and encoding/json would validate and compact
-// every one again.
+// every one again. It is built in a strings.Builder of its final size, so
+// that the string is not one more copy of every spec.
 func specRecords(n int, row func(i int) (kind, key string, version int, resourceID string, spec JSON, displayNameKey *string)) string {
 	size := 2
 	for i := range n {
 		_, _, _, _, spec, _ := row(i)
 		size += len(spec) + 128
 	}
-	b := make([]byte, 0, size)
-	b = append(b, '[')
+	var b strings.Builder
+	b.Grow(size)
+	var scratch []byte
+	str := func(s string) {
+		scratch = appendJSONString(scratch[:0], s)
+		b.Write(scratch)
+	}
+	b.WriteByte('[')
 	for i := range n {
 		kind, key, version, resourceID, spec, dnk := row(i)
 		if i > 0 {
-			b = append(b, ',')
+			b.WriteByte(',')
 		}
-		b = append(b, `{"kind":`...)
-		b = appendJSONString(b, kind)
-		b = append(b, `,"key":`...)
-		b = appendJSONString(b, key)
-		b = append(b, `,"version":`...)
-		b = strconv.AppendInt(b, int64(version), 10)
-		b = append(b, `,"resource_id":`...)
-		b = appendJSONString(b, resourceID)
-		b = append(b, `,"spec":`...)
+		b.WriteString(`{"kind":`)
+		str(kind)
+		b.WriteString(`,"key":`)
+		str(key)
+		b.WriteString(`,"version":`)
+		b.WriteString(strconv.Itoa(version))
+		b.WriteString(`,"resource_id":`)
+		str(resourceID)
+		b.WriteString(`,"spec":`)
 		if len(spec) == 0 {
-			b = append(b, "null"...)
+			b.WriteString("null")
 		} else {
-			b = append(b, spec...)
+			b.Write(spec)
 		}
-		b = append(b, `,"display_name_key":`...)
+		b.WriteString(`,"display_name_key":`)
 		if dnk == nil {
-			b = append(b, "null"...)
+			b.WriteString("null")
 		} else {
-			b = appendJSONString(b, *dnk)
+			str(*dnk)
 		}
-		b = append(b, '}')
+		b.WriteByte('}')
 	}
-	return string(append(b, ']'))
+	b.WriteByte(']')
+	return b.String()
 }
 
 // appendJSONString appends s as a JSON string.
