@@ -106,6 +106,13 @@ func parseFlags(args []string) (options, error) {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) == 5 && os.Args[1] == replayRefArg {
+		if err := serveReplayReference(os.Args[2], os.Args[3], os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: replay reference:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

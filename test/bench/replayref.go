@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The replay reference is the least a replay can do over HTTP on this
+// machine: a bare net/http server in a process of its own that, for each
+// request, reads the body, makes one Redis GET of the stored answer and
+// writes it with the replay's headers — no router, authentication,
+// fingerprint, script or log line. P3's target is set against the Redis
+// GET alone; the reference says how much of a replay is HTTP and the
+// process boundary, which no change to the service can remove.
+
+// replayRefArg, as the first argument, makes the benchmark's own binary
+// serve the reference instead of running the benchmark.
+const replayRefArg = "-serve-replay-reference"
+
+// serveReplayReference runs the reference server on addr over Redis
+// redisURL, answering with the value of key, until it is killed.
+func serveReplayReference(addr, redisURL, key string) error {
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(opt)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil || r.Header.Get("Authorization") == "" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		v, err := rdb.Get(r.Context(), key).Bytes()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(v)
+	})
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return srv.ListenAndServe()
+}
+
+// replayReference is a running reference server.
+type replayReference struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+// startReplayReference starts the reference, a child process of this
+// benchmark's binary, and waits until it answers.
+func startReplayReference(ctx context.Context, redisURL, key string) (*replayReference, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	ref := &replayReference{cmd: exec.Command(self, replayRefArg, addr, redisURL, key), base: "http://" + addr}
+	ref.cmd.Stderr = os.Stderr
+	if err := ref.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the replay reference: %w", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return ref, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			ref.stop()
+			return nil, fmt.Errorf("the replay reference did not listen on %s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *replayReference) stop() {
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+}
+
+// referenceReplays sends warm+n requests shaped like a replay to the
+// reference and returns the latencies of the last n; each answer must be
+// the stored answer.
+func referenceReplays(ctx context.Context, ref *replayReference, secret string, want int, warm, n int) ([]time.Duration, error) {
+	a := newAPI(ref.base, 2)
+	out := make([]time.Duration, 0, n)
+	for i := range warm + n {
+		r, err := a.do(ctx, http.MethodPost, "/v1/config-plans/reference:apply", secret, []byte("{}"), map[string]string{"Idempotency-Key": "bench-replay-0001"})
+		if err != nil {
+			return nil, err
+		}
+		if r.status != http.StatusOK || len(r.body) != want {
+			return nil, fmt.Errorf("replay reference: %d, %d bytes: %s", r.status, len(r.body), strings.TrimSpace(clip(r.body)))
+		}
+		if i >= warm {
+			out = append(out, r.took)
+		}
+	}
+	return out, nil
+}
