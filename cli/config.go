@@ -213,6 +213,19 @@ func (v *planView) add(a *app, c *cobra.Command, detailed bool) {
 // printPlan writes a plan answer: unchanged with --json, else for review.
 // With --detailed-exitcode the exit status says whether it changes
 // anything.
+// requestPlan sends a request whose answer is a plan, and prints it.
+func (a *app) requestPlan(req request, view planView) error {
+	cl, err := a.api()
+	if err != nil {
+		return err
+	}
+	resp, err := cl.do(a.ctx, req)
+	if err != nil {
+		return err
+	}
+	return a.printPlan(resp, view)
+}
+
 func (a *app) printPlan(resp *response, view planView) error {
 	var pl plan
 	if err := decode(resp, &pl); err != nil {
@@ -244,15 +257,7 @@ changes (whatever its status) and 1 on any failure.`,
 		Args:              exactArgs("PLAN"),
 		ValidArgsFunction: a.completePlans(""),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := a.api()
-			if err != nil {
-				return err
-			}
-			resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: "/v1/config-plans/" + url.PathEscape(args[0])})
-			if err != nil {
-				return err
-			}
-			return a.printPlan(resp, view)
+			return a.requestPlan(request{method: http.MethodGet, path: "/v1/config-plans/" + url.PathEscape(args[0])}, view)
 		},
 	}
 	view.add(a, c, true)
@@ -279,18 +284,10 @@ changes and 1 on any failure.`,
 		Args:              exactArgs("PLAN"),
 		ValidArgsFunction: a.completePlans(""),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := a.api()
-			if err != nil {
-				return err
-			}
 			// A generated key makes the rebase safe to retry: a retry after
 			// a lost answer gets the same plan, not a second one.
-			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans/" + url.PathEscape(args[0]) + ":rebase",
-				body: []byte("{}"), idempotencyKey: newIdempotencyKey()})
-			if err != nil {
-				return err
-			}
-			return a.printPlan(resp, view)
+			return a.requestPlan(request{method: http.MethodPost, path: "/v1/config-plans/" + url.PathEscape(args[0]) + ":rebase",
+				body: []byte("{}"), idempotencyKey: newIdempotencyKey()}, view)
 		},
 	}
 	view.add(a, c, true)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -167,24 +168,7 @@ func (a *app) revisionsCommand() *cobra.Command {
 		Args:              exactArgs("REVISION"),
 		ValidArgsFunction: a.completeRevisions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := a.api()
-			if err != nil {
-				return err
-			}
-			resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: "/v1/config-revisions/" + url.PathEscape(args[0])})
-			if err != nil {
-				return err
-			}
-			if a.json {
-				writeRaw(a.stdout, resp.body)
-				return nil
-			}
-			var r revision
-			if err := decode(resp, &r); err != nil {
-				return err
-			}
-			renderRevision(a.stdout, newPalette(a.stdout, a.env), &r)
-			return nil
+			return showAnswer(a, "/v1/config-revisions/"+url.PathEscape(args[0]), renderRevision)
 		},
 	}
 	diff := &cobra.Command{
@@ -198,24 +182,7 @@ which is what revisions restore would plan. Nothing is written.`,
 		Args:              exactArgs("REVISION"),
 		ValidArgsFunction: a.completeRevisions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := a.api()
-			if err != nil {
-				return err
-			}
-			resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: "/v1/config-revisions/" + url.PathEscape(args[0]) + "/diff"})
-			if err != nil {
-				return err
-			}
-			if a.json {
-				writeRaw(a.stdout, resp.body)
-				return nil
-			}
-			var d revisionDiff
-			if err := decode(resp, &d); err != nil {
-				return err
-			}
-			renderRevisionDiff(a.stdout, newPalette(a.stdout, a.env), &d)
-			return nil
+			return showAnswer(a, "/v1/config-revisions/"+url.PathEscape(args[0])+"/diff", renderRevisionDiff)
 		},
 	}
 	var restoreView planView
@@ -229,21 +196,36 @@ to the state it recorded. Nothing changes until that plan is applied.`,
 		Args:              exactArgs("REVISION"),
 		ValidArgsFunction: a.completeRevisions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := a.api()
-			if err != nil {
-				return err
-			}
-			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-revisions/" + url.PathEscape(args[0]) + ":restore",
-				body: []byte("{}"), idempotencyKey: newIdempotencyKey()})
-			if err != nil {
-				return err
-			}
-			return a.printPlan(resp, restoreView)
+			return a.requestPlan(request{method: http.MethodPost, path: "/v1/config-revisions/" + url.PathEscape(args[0]) + ":restore",
+				body: []byte("{}"), idempotencyKey: newIdempotencyKey()}, restoreView)
 		},
 	}
 	restoreView.add(a, restore, false)
 	c.AddCommand(list, show, diff, restore)
 	return c
+}
+
+// showAnswer GETs path and prints the answer with render, or as it came with
+// --json.
+func showAnswer[T any](a *app, path string, render func(io.Writer, palette, *T)) error {
+	cl, err := a.api()
+	if err != nil {
+		return err
+	}
+	resp, err := cl.do(a.ctx, request{method: http.MethodGet, path: path})
+	if err != nil {
+		return err
+	}
+	if a.json {
+		writeRaw(a.stdout, resp.body)
+		return nil
+	}
+	var v T
+	if err := decode(resp, &v); err != nil {
+		return err
+	}
+	render(a.stdout, newPalette(a.stdout, a.env), &v)
+	return nil
 }
 
 func (a *app) completeRevisions(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
