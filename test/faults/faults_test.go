@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -350,8 +351,21 @@ func TestFaults(t *testing.T) {
 		defer mu.Unlock()
 		return append([]*procs.Node(nil), nodes...)
 	}
+	// An interrupt (Ctrl-C) of a long run ends it after the fault in
+	// progress, and the run still gives its checks and its table.
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt)
+	defer signal.Stop(interrupted)
 	var outcomes []outcome
+faults:
 	for i := range *faultsFlag {
+		select {
+		case <-interrupted:
+			fmt.Printf("faults: interrupted after %d of %d faults; their table follows\n", i, *faultsFlag)
+			t.Logf("interrupted after %d faults", i)
+			break faults
+		default:
+		}
 		o := outcome{}
 		w := rng.IntN(10)
 		switch {

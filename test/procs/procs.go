@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/keenauth/configplans/test/apitest"
+	"github.com/keenauth/configplans/test/testdb"
 )
 
 // BuildKeenauthd builds keenauthd into dir and returns its path.
@@ -62,6 +63,7 @@ func Start(t testing.TB, binary string, env []string, args ...string) *Node {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = env
+	cmd.SysProcAttr = testdb.ChildAttr()
 	n := &Node{stdout: &SyncBuffer{}, logs: &SyncBuffer{}, cmd: cmd, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = n.stdout, n.logs
 	if err := cmd.Start(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -175,3 +176,9 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// ChildAttr is how every program a test starts is started (keenauthd as
+// well as the servers of this package): killed when the test binary dies,
+// and in a process group of its own, out of reach of a Ctrl-C meant for
+// the test.
+func ChildAttr() *syscall.SysProcAttr { return dieWithParent(false) }
