@@ -27,13 +27,20 @@ export async function revisionsPage({ seq, params }) {
   if (pg) body.append(pg);
 }
 
+// applied labels a resource by what the revision's apply did to it, so
+// that "create" is not read as what a restore would do (it deletes it).
+const appliedLabels = { create: 'the apply created it', update: 'the apply updated it', delete: 'the apply deleted it' };
+function applied(action) {
+  return action ? badge(appliedLabels[action] || action, action) : null;
+}
+
 function resourceDiff(r, action) {
   const versions = `version ${r.version_before === null || r.version_before === undefined ? '—' : r.version_before} then, ` +
     (r.version_now === null ? 'gone today' : `${r.version_now} today`);
   const same = Array.isArray(r.diff) && r.diff.length === 0;
   return h('li', { class: 'change' },
     h('div', { class: 'change-head' },
-      action ? badge(action) : null, ' ',
+      applied(action), ' ',
       h('h4', { class: 'change-key' }, `${r.kind}/${r.key}`),
       h('span', { class: 'muted small' }, ' ', versions),
       same ? h('span', { class: 'badge badge-no_op' }, 'same as today') : null),
@@ -77,7 +84,7 @@ export async function revisionPage({ seq, id }) {
     resources = [
       h('p', { class: 'muted' }, 'Today’s specs could not be read; the recorded ones follow.'), problem(diff),
       h('ul', { class: 'changes' }, rev.resources.map((r) => h('li', { class: 'change' },
-        h('div', { class: 'change-head' }, badge(r.action), ' ', h('h4', { class: 'change-key' }, `${r.kind}/${r.key}`),
+        h('div', { class: 'change-head' }, applied(r.action), ' ', h('h4', { class: 'change-key' }, `${r.kind}/${r.key}`),
           r.version_before === null ? null : h('span', { class: 'muted small' }, ` version ${r.version_before}`)),
         h('div', { class: 'side-label' }, 'Recorded (before the apply)'),
         r.spec_before === null ? h('p', { class: 'absent' }, '(none: the apply created it)') : json(r.spec_before)))),

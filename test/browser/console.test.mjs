@@ -354,6 +354,14 @@ test('a revision shows each recorded spec beside today’s', async (t) => {
   await page.locator('.side-label', { hasText: 'Today' }).first().waitFor();
   assert.equal(await page.locator('.problem').count(), 0);
   assert.equal(await page.locator('main .change').count(), diff.body.resources.length);
+  // Each resource says what the revision's apply did to it, not what a
+  // restore would do.
+  const said = { create: 'the apply created it', update: 'the apply updated it', delete: 'the apply deleted it' };
+  for (const [i, r] of diff.body.resources.entries()) {
+    const rev = (await api('GET', `/config-revisions/${seeded.base.revision_id}`)).body.resources[i];
+    assert.equal(`${rev.kind}/${rev.key}`, `${r.kind}/${r.key}`);
+    assert.equal(await page.locator('main .change').nth(i).locator('.badge').first().textContent(), said[rev.action]);
+  }
   noProblems(page);
   await page.context().close();
 });
