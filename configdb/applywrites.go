@@ -217,7 +217,7 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 		types, _ := json.Marshal(r.Revision.Types)
 		counts, _ := json.Marshal(r.Revision.Counts)
 		add("r", `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, resources, created_at, expires_at)
-			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?, ?)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
+			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?::json, ?, ?)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
 			string(r.Resources), r.Revision.CreatedAt, r.Revision.ExpiresAt)
 		// The statement does not see the revision it inserts: of the
 		// others, the Keep-1 newest stay.

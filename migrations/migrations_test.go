@@ -14,6 +14,7 @@ import (
 
 	"github.com/keenauth/configplans/migrations"
 	"github.com/keenauth/configplans/plans/displayname"
+	"github.com/keenauth/configplans/revisions"
 	"github.com/keenauth/configplans/test/testdb"
 )
 
@@ -381,5 +382,81 @@ func TestConcurrentMigrationsThroughPgBouncer(t *testing.T) {
 	var locks int64
 	if err := db.Raw("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7394201").Scan(&locks).Error; err != nil || locks != 0 {
 		t.Errorf("%d migration locks still held (%v), want none", locks, err)
+	}
+}
+
+// TestRevisionsReadTheSameAfterTheResourcesBecomeJSON: a revision written
+// while resources was jsonb reads back with canonical specs once the column
+// is json, and one written after is stored byte for byte as Encode wrote it.
+func TestRevisionsReadTheSameAfterTheResourcesBecomeJSON(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t).DB
+	for _, stmt := range []string{
+		"ALTER TABLE config_revisions ALTER COLUMN resources TYPE jsonb USING resources::jsonb",
+		"DELETE FROM schema_migrations WHERE version = '0007_revision_resources_json'",
+	} {
+		if err := db.Exec(stmt).Error; err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	now := time.Now().UTC()
+	if err := db.Exec("INSERT INTO environments (id, name, generation, created_at) VALUES ('env_1', 'Shop', 0, ?)", now).Error; err != nil {
+		t.Fatal(err)
+	}
+	spec := `{"identifier":"https://a.example/x?y=1&z=<2>","display_name":"Caf\u00e9 \"A\"","scopes":[{"value":"read","description":"d"}],"token_lifetime_seconds":3600}`
+	want := json.RawMessage(`{"display_name":"Café \"A\"","identifier":"https://a.example/x?y=1&z=<2>","scopes":[{"description":"d","value":"read"}],"token_lifetime_seconds":3600}`)
+	v := 3
+	rs := []revisions.Resource{
+		{Kind: "api", Key: "a", Action: "update", VersionBefore: &v, SpecBefore: json.RawMessage(spec)},
+		{Kind: "api", Key: "b", Action: "create"},
+	}
+	old, err := json.Marshal(rs) // what Encode wrote before, cast to jsonb
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := revisions.Revision{EnvironmentID: "env_1", ID: "cfgr_1", PlanID: "cfgp_1", Types: []string{"api"}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := db.Exec(`INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, resources, created_at, expires_at)
+		VALUES ('env_1', 'cfgr_1', 'cfgp_1', '["api"]', '{}', ?::jsonb, ?, ?)`, string(old), now, rev.ExpiresAt).Error; err != nil {
+		t.Fatal(err)
+	}
+	applied, err := migrations.Up(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"0007_revision_resources_json"}, applied); diff != "" {
+		t.Fatalf("applied (-want +got):\n%s", diff)
+	}
+	got, err := revisions.Get(context.Background(), db, "env_1", "cfgr_1", 50, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Resources[0].SpecBefore) != string(want) || string(got.Resources[1].SpecBefore) != "null" {
+		t.Errorf("specs read after the migration: %s, %s; want %s, null", got.Resources[0].SpecBefore, got.Resources[1].SpecBefore, want)
+	}
+
+	enc, err := revisions.Encode(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev.ID = "cfgr_2"
+	if err := revisions.Record(db, rev, enc); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := db.Raw("SELECT resources::text FROM config_revisions WHERE id = 'cfgr_2'").Scan(&stored).Error; err != nil {
+		t.Fatal(err)
+	}
+	if stored != string(enc) || !strings.Contains(stored, string(want)) {
+		t.Errorf("stored %s\nEncode  %s\nwant the spec %s in it", stored, enc, want)
+	}
+	if got, err = revisions.Get(context.Background(), db, "env_1", "cfgr_2", 50, now); err != nil {
+		t.Fatal(err)
+	}
+	var back []revisions.Resource
+	_ = json.Unmarshal(old, &back)
+	back[0].SpecBefore = want
+	back[1].SpecBefore = json.RawMessage("null")
+	if diff := cmp.Diff(back, got.Resources); diff != "" {
+		t.Errorf("read after Encode (-want +got):\n%s", diff)
 	}
 }

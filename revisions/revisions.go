@@ -4,12 +4,17 @@
 package revisions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/keenauth/configplans/plans/canonjson"
 )
 
 // ErrNotFound: no such revision in the environment (or it was pruned).
@@ -53,7 +58,7 @@ type row struct {
 	PlanID        string
 	Types         []byte `gorm:"type:jsonb"`
 	Counts        []byte `gorm:"type:jsonb"`
-	Resources     []byte `gorm:"type:jsonb"`
+	Resources     []byte `gorm:"type:json"`
 	CreatedAt     time.Time
 	ExpiresAt     time.Time
 }
@@ -66,13 +71,63 @@ type storedResource struct {
 }
 
 // Encode returns the stored form of the resources; its size is what the
-// 10 MiB limit of a revision applies to.
+// 10 MiB limit of a revision applies to. Each spec is written in its
+// canonical form (canonjson), which a read gives back as it is; the rest as
+// encoding/json writes storedResource, without HTML escaping.
 func Encode(rs []Resource) ([]byte, error) {
-	out := make([]storedResource, len(rs))
-	for i, r := range rs {
-		out[i] = storedResource{Resource: r, ResourceIDBefore: r.ResourceIDBefore}
+	size := 2
+	for _, r := range rs {
+		size += len(r.Kind) + len(r.Key) + len(r.Action) + len(r.SpecBefore) + len(r.ResourceIDBefore) + 110
 	}
-	return json.Marshal(out)
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"kind":`...)
+		b = canonjson.AppendString(b, r.Kind)
+		b = append(b, `,"key":`...)
+		b = canonjson.AppendString(b, r.Key)
+		b = append(b, `,"action":`...)
+		b = canonjson.AppendString(b, r.Action)
+		b = append(b, `,"version_before":`...)
+		if r.VersionBefore == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64(*r.VersionBefore), 10)
+		}
+		b = append(b, `,"spec_before":`...)
+		var err error
+		if b, err = appendSpec(b, r.SpecBefore); err != nil {
+			return nil, fmt.Errorf("revision of %s %s: %w", r.Kind, r.Key, err)
+		}
+		if r.ResourceIDBefore != "" {
+			b = append(b, `,"resource_id_before":`...)
+			b = canonjson.AppendString(b, r.ResourceIDBefore)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// appendSpec appends a spec in its canonical form; no spec is null.
+func appendSpec(b, spec []byte) ([]byte, error) {
+	if len(spec) == 0 {
+		return append(b, "null"...), nil
+	}
+	if canonjson.IsCanonical(spec) {
+		return append(b, spec...), nil
+	}
+	if out, ok := canonjson.Append(b, spec); ok {
+		return out, nil
+	}
+	// Nesting too deep to canonicalise by a scan: kept as a value.
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, spec); err != nil {
+		return nil, err
+	}
+	return append(b, buf.Bytes()...), nil
 }
 
 // Record writes a revision in tx; resources is the output of Encode.
@@ -153,8 +208,23 @@ func decode(r row, withResources bool) (*Revision, error) {
 		rev.Resources = make([]Resource, len(stored))
 		for i, s := range stored {
 			s.Resource.ResourceIDBefore = s.ResourceIDBefore
+			s.Resource.SpecBefore = canonicalSpec(s.Resource.SpecBefore)
 			rev.Resources[i] = s.Resource
 		}
 	}
 	return rev, nil
+}
+
+// canonicalSpec is a stored spec in its canonical form. Encode wrote it so;
+// a revision stored before resources was a json column (or by a replica
+// that still wrote jsonb) comes back in jsonb's member order and spacing,
+// and is made canonical here.
+func canonicalSpec(spec json.RawMessage) json.RawMessage {
+	if len(spec) == 0 || canonjson.IsCanonical(spec) {
+		return spec
+	}
+	if out, ok := canonjson.Append(nil, spec); ok {
+		return out
+	}
+	return spec
 }
