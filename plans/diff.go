@@ -3,9 +3,11 @@ package plans
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 	"slices"
 	"strconv"
+	"strings"
+
+	"github.com/keenauth/configplans/plans/canonjson"
 )
 
 // DiffOp is one RFC 6902-style operation from the current spec to the
@@ -60,28 +62,66 @@ func (d DiffOp) MarshalJSON() ([]byte, error) {
 // value. Every replace and remove carries old, the value before. Applied in
 // order with RFC 6902 semantics to before, the operations give after.
 // Equal specs give an empty, non-nil slice.
+//
+// Both specs are compared in their canonical form (canonjson), in which
+// equal values are equal bytes: the walk compares slices of the two specs
+// and never decodes them into values, and the values of the operations are
+// slices of the canonical specs.
 func Diff(before, after json.RawMessage) []DiffOp {
-	ops := []DiffOp{}
 	if len(before) > 0 && bytes.Equal(before, after) {
-		return ops // the same bytes hold the same value
+		return []DiffOp{} // the same bytes hold the same value
 	}
-	b, bOK := decodeForDiff(before)
-	a, aOK := decodeForDiff(after)
-	switch {
-	case b == nil && a == nil:
-		if !bOK || !aOK {
-			if !bytes.Equal(bytes.TrimSpace(before), bytes.TrimSpace(after)) {
-				// Bytes that are not JSON have no value to name as old.
-				ops = append(ops, DiffOp{Op: "replace", Path: "", Old: json.RawMessage("null"), Value: after})
-			}
+	b, bOK := canonicalForDiff(before)
+	a, aOK := canonicalForDiff(after)
+	if b == nil && a == nil {
+		ops := []DiffOp{}
+		if (!bOK || !aOK) && !bytes.Equal(bytes.TrimSpace(before), bytes.TrimSpace(after)) {
+			// Bytes that are not JSON have no value to name as old.
+			ops = append(ops, DiffOp{Op: "replace", Path: "", Old: json.RawMessage("null"), Value: after})
 		}
 		return ops
-	case b == nil:
-		return append(ops, DiffOp{Op: "add", Path: "", Value: canonicalJSON(a)})
-	case a == nil:
-		return append(ops, DiffOp{Op: "remove", Path: "", Old: canonicalJSON(b)})
 	}
-	return diffValues(ops, "", "", b, a)
+	return diffCanonical(b, a)
+}
+
+// diffCanonical is Diff of two specs in canonical form, nil for an absent
+// one.
+func diffCanonical(before, after []byte) []DiffOp {
+	ops := []DiffOp{}
+	switch {
+	case before == nil && after == nil:
+		return ops
+	case before == nil:
+		return append(ops, DiffOp{Op: "add", Path: "", Value: after})
+	case after == nil:
+		return append(ops, DiffOp{Op: "remove", Path: "", Old: before})
+	}
+	return diffValues(ops, "", "", before, after)
+}
+
+// canonicalForDiff is a spec in canonical form, nil for an absent one (no
+// bytes, or JSON null); ok is false for bytes that are not JSON, which
+// encoding/json decides when the scan of canonjson cannot.
+func canonicalForDiff(raw json.RawMessage) (_ []byte, ok bool) {
+	switch {
+	case canonjson.IsCanonical(raw):
+	case len(bytes.TrimSpace(raw)) == 0:
+		return nil, true
+	default:
+		out, ok := canonjson.Append(nil, raw)
+		if !ok {
+			v, ok := decodeForDiff(raw)
+			if !ok || v == nil {
+				return nil, ok
+			}
+			out = canonicalJSON(v)
+		}
+		raw = out
+	}
+	if string(raw) == "null" {
+		return nil, true
+	}
+	return raw[:len(raw):len(raw)], true
 }
 
 // decodeForDiff decodes a spec; ok is false for bytes that are not JSON.
@@ -97,10 +137,10 @@ func decodeForDiff(raw json.RawMessage) (v any, ok bool) {
 	return v, true
 }
 
-// An elementIdentity names an array element: two elements with the same
-// identity are the same element, changed or not. ok is false for an
-// element that has no identity (not of the shape the array holds).
-type elementIdentity func(element any) (id string, ok bool)
+// An elementIdentity names an array element (canonical JSON): two elements
+// with the same identity are the same element, changed or not. ok is false
+// for an element that has no identity (not of the shape the array holds).
+type elementIdentity func(element []byte) (id string, ok bool)
 
 // identityArrays are the arrays of the specs whose elements have an
 // identity (§13), by their shape: the pointer to the array with every
@@ -116,68 +156,78 @@ var identityArrays = map[string]elementIdentity{
 	"/api_grants":          membersIdentity("api"),
 }
 
-func stringIdentity(element any) (string, bool) {
-	s, ok := element.(string)
-	return s, ok
+// stringIdentity identifies a string by its canonical token, which is one
+// per string.
+func stringIdentity(element []byte) (string, bool) {
+	if element[0] != '"' {
+		return "", false
+	}
+	return string(element), true
 }
 
 // membersIdentity identifies an object element by the string members
-// named.
+// named: their canonical tokens one after the other, which a string's
+// closing quote keeps apart.
 func membersIdentity(members ...string) elementIdentity {
-	return func(element any) (string, bool) {
-		obj, ok := element.(map[string]any)
-		if !ok {
+	return func(element []byte) (string, bool) {
+		if element[0] != '{' {
 			return "", false
 		}
-		values := make([]string, len(members))
-		for i, m := range members {
-			if values[i], ok = obj[m].(string); !ok {
-				return "", false
+		values := make([][]byte, len(members))
+		for _, m := range objectMembers(element) {
+			for i, name := range members {
+				if m.name == name {
+					values[i] = m.value
+				}
 			}
 		}
-		return string(canonicalJSON(values)), true
+		var id []byte
+		for _, v := range values {
+			if v == nil || v[0] != '"' {
+				return "", false
+			}
+			id = append(id, v...)
+		}
+		return string(id), true
 	}
 }
 
-// diffValues appends the operations from before to after at path; shape is
-// path with every array index written as "*".
-func diffValues(ops []DiffOp, path, shape string, before, after any) []DiffOp {
-	if id, ok := identityArrays[shape]; ok {
-		bl, bIsList := before.([]any)
-		al, aIsList := after.([]any)
-		if bIsList && aIsList {
-			return diffArray(ops, path, shape, bl, al, id)
-		}
-	}
-	bo, bIsObj := before.(map[string]any)
-	ao, aIsObj := after.(map[string]any)
-	if !bIsObj || !aIsObj {
-		if !reflect.DeepEqual(before, after) {
-			ops = append(ops, DiffOp{Op: "replace", Path: path, Old: canonicalJSON(before), Value: canonicalJSON(after)})
-		}
+// diffValues appends the operations from before to after (canonical JSON)
+// at path; shape is path with every array index written as "*".
+func diffValues(ops []DiffOp, path, shape string, before, after []byte) []DiffOp {
+	if bytes.Equal(before, after) {
 		return ops
 	}
-	keys := make([]string, 0, len(bo)+len(ao))
-	for k := range bo {
-		keys = append(keys, k)
+	if id, ok := identityArrays[shape]; ok && before[0] == '[' && after[0] == '[' {
+		return diffArray(ops, path, shape, arrayElements(before), arrayElements(after), before, after, id)
 	}
-	for k := range ao {
-		if _, both := bo[k]; !both {
-			keys = append(keys, k)
-		}
+	if before[0] != '{' || after[0] != '{' {
+		return append(ops, DiffOp{Op: "replace", Path: path, Old: before, Value: after})
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		p := path + "/" + PointerEscape(k)
-		bv, inB := bo[k]
-		av, inA := ao[k]
+	// Both member lists are sorted by name: a merge visits the names of
+	// either in sorted order.
+	bm, am := objectMembers(before), objectMembers(after)
+	for len(bm) > 0 || len(am) > 0 {
+		var c int
 		switch {
-		case !inA:
-			ops = append(ops, DiffOp{Op: "remove", Path: p, Old: canonicalJSON(bv)})
-		case !inB:
-			ops = append(ops, DiffOp{Op: "add", Path: p, Value: canonicalJSON(av)})
+		case len(am) == 0:
+			c = -1
+		case len(bm) == 0:
+			c = 1
 		default:
-			ops = diffValues(ops, p, shape+"/"+PointerEscape(k), bv, av)
+			c = strings.Compare(bm[0].name, am[0].name)
+		}
+		switch {
+		case c < 0:
+			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + PointerEscape(bm[0].name), Old: bm[0].value})
+			bm = bm[1:]
+		case c > 0:
+			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + PointerEscape(am[0].name), Value: am[0].value})
+			am = am[1:]
+		default:
+			k := PointerEscape(bm[0].name)
+			ops = diffValues(ops, path+"/"+k, shape+"/"+k, bm[0].value, am[0].value)
+			bm, am = bm[1:], am[1:]
 		}
 	}
 	return ops
@@ -192,13 +242,10 @@ func diffValues(ops []DiffOp, path, shape string, before, after any) []DiffOp {
 // in another order in after, or an element has no identity, or an identity
 // repeats within one array (validation refuses duplicates in every one of
 // these arrays, so only a spec stored unvalidated could hold one), the
-// whole array is one replace.
-func diffArray(ops []DiffOp, path, shape string, before, after []any, identity elementIdentity) []DiffOp {
+// whole array is one replace. wholeBefore and wholeAfter are the arrays.
+func diffArray(ops []DiffOp, path, shape string, before, after [][]byte, wholeBefore, wholeAfter []byte, identity elementIdentity) []DiffOp {
 	replace := func() []DiffOp {
-		if reflect.DeepEqual(before, after) {
-			return ops
-		}
-		return append(ops, DiffOp{Op: "replace", Path: path, Old: canonicalJSON(before), Value: canonicalJSON(after)})
+		return append(ops, DiffOp{Op: "replace", Path: path, Old: wholeBefore, Value: wholeAfter})
 	}
 	bIDs, bIndex, ok := identities(before, identity)
 	if !ok {
@@ -224,7 +271,7 @@ func diffArray(ops []DiffOp, path, shape string, before, after []any, identity e
 	}
 	for i := len(before) - 1; i >= 0; i-- {
 		if _, kept := aIndex[bIDs[i]]; !kept {
-			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + strconv.Itoa(i), Old: canonicalJSON(before[i])})
+			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + strconv.Itoa(i), Old: before[i]})
 		}
 	}
 	for i, id := range keptBefore {
@@ -232,7 +279,7 @@ func diffArray(ops []DiffOp, path, shape string, before, after []any, identity e
 	}
 	for i, id := range aIDs {
 		if _, kept := bIndex[id]; !kept {
-			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: canonicalJSON(after[i])})
+			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: after[i]})
 		}
 	}
 	return ops
@@ -240,7 +287,7 @@ func diffArray(ops []DiffOp, path, shape string, before, after []any, identity e
 
 // identities returns the identity of every element and the index of every
 // identity; ok is false when an element has none or an identity repeats.
-func identities(list []any, identity elementIdentity) (ids []string, index map[string]int, ok bool) {
+func identities(list [][]byte, identity elementIdentity) (ids []string, index map[string]int, ok bool) {
 	ids = make([]string, len(list))
 	index = make(map[string]int, len(list))
 	for i, e := range list {
@@ -254,4 +301,75 @@ func identities(list []any, identity elementIdentity) (ids []string, index map[s
 		ids[i], index[id] = id, i
 	}
 	return ids, index, true
+}
+
+// A canonicalMember is a member of a canonical object: its name, decoded,
+// and its value.
+type canonicalMember struct {
+	name  string
+	value []byte
+}
+
+// objectMembers splits a canonical object into its members, in order.
+func objectMembers(obj []byte) []canonicalMember {
+	var out []canonicalMember
+	for i := 1; obj[i] != '}'; {
+		end := skipCanonical(obj, i)
+		tok := obj[i:end]
+		name := string(tok[1 : len(tok)-1])
+		if bytes.IndexByte(tok, '\\') >= 0 {
+			_ = json.Unmarshal(tok, &name) // a canonical token decodes
+		}
+		vEnd := skipCanonical(obj, end+1)
+		out = append(out, canonicalMember{name: name, value: obj[end+1 : vEnd : vEnd]})
+		if i = vEnd; obj[i] == ',' {
+			i++
+		}
+	}
+	return out
+}
+
+// arrayElements splits a canonical array into its elements.
+func arrayElements(arr []byte) [][]byte {
+	var out [][]byte
+	for i := 1; arr[i] != ']'; {
+		end := skipCanonical(arr, i)
+		out = append(out, arr[i:end:end])
+		if i = end; arr[i] == ',' {
+			i++
+		}
+	}
+	return out
+}
+
+// skipCanonical returns the end of the canonical value at b[i].
+func skipCanonical(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		for i++; b[i] != '"'; i++ {
+			if b[i] == '\\' {
+				i++
+			}
+		}
+		return i + 1
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipCanonical(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	default:
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
+			i++
+		}
+		return i
+	}
 }
