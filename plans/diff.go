@@ -53,6 +53,25 @@ func (d DiffOp) MarshalJSON() ([]byte, error) {
 	}
 }
 
+// appendDiffOp appends the JSON of op as its MarshalJSON writes it, with
+// old and value copied as they are (valid JSON, as Diff makes them) and
+// strings not HTML-escaped.
+func appendDiffOp(b []byte, op DiffOp) []byte {
+	b = append(b, `{"op":`...)
+	b = canonjson.AppendString(b, op.Op)
+	b = append(b, `,"path":`...)
+	b = canonjson.AppendString(b, op.Path)
+	if op.Op != "add" && len(op.Old) > 0 {
+		b = append(b, `,"old":`...)
+		b = append(b, op.Old...)
+	}
+	if op.Op != "remove" {
+		b = append(b, `,"value":`...)
+		b = appendRawOrNull(b, op.Value)
+	}
+	return append(b, '}')
+}
+
 // Diff compares two specs; nil (or JSON null) is an absent spec. nil → x is
 // one add of the whole spec at "", x → nil one remove at "" with the whole
 // spec as old. Objects are compared member by member, recursively, in

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/plans/canonjson"
 	"github.com/keenauth/configplans/revisions"
 )
 
@@ -133,21 +135,114 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 		if err != nil {
 			return nil, err
 		}
-		now.add(rows, true)
+		now.add(rows, false) // made canonical below, by a scan
 	}
 	out := &RevisionDiff{Object: "config_revision_diff", RevisionID: rev.ID, Resources: make([]RevisionDiffResource, 0, len(rev.Resources))}
 	for _, r := range rev.Resources {
-		// Revisions are stored as jsonb on PostgreSQL, which orders
-		// members its own way: canonical gives the spec's own form back.
-		d := RevisionDiffResource{Kind: r.Kind, Key: r.Key, VersionBefore: r.VersionBefore, SpecBefore: canonical(r.SpecBefore)}
+		// A revision's specs are canonical as stored (revisions.Get makes
+		// those of older rows so); the current ones come in jsonb's form
+		// on PostgreSQL.
+		d := RevisionDiffResource{Kind: r.Kind, Key: r.Key, VersionBefore: r.VersionBefore}
+		if d.SpecBefore, err = revisionSpec(r.SpecBefore); err != nil {
+			return nil, err
+		}
 		if cur := now.get(Kind(r.Kind), r.Key); cur != nil {
 			v := cur.Version
-			d.VersionNow, d.SpecNow = &v, json.RawMessage(cur.Spec)
+			d.VersionNow = &v
+			if d.SpecNow, err = revisionSpec(cur.Spec); err != nil {
+				return nil, err
+			}
 		}
-		d.Diff = Diff(d.SpecNow, d.SpecBefore)
+		d.Diff = diffCanonical(d.SpecNow, d.SpecBefore)
 		out.Resources = append(out.Resources, d)
 	}
 	return out, nil
+}
+
+// revisionSpec is a spec of a revision diff in canonical form, nil for
+// none; bytes that are not JSON are an error, as they were when the answer
+// was encoded by encoding/json.
+func revisionSpec(raw []byte) (json.RawMessage, error) {
+	b, ok := canonicalForDiff(raw)
+	if !ok {
+		return nil, errors.New("revision diff: a spec is not JSON")
+	}
+	return b, nil
+}
+
+// AppendJSON appends the JSON of the diff: what encoding/json writes for
+// it, without HTML escaping, with the specs and the operations' values
+// copied as they are (canonical already: see DiffRevision).
+func (d *RevisionDiff) AppendJSON(b []byte) []byte {
+	size := 100
+	for _, r := range d.Resources {
+		size += 120 + len(r.Kind) + len(r.Key) + len(r.SpecBefore) + len(r.SpecNow)
+		for _, op := range r.Diff {
+			size += 40 + len(op.Path) + len(op.Old) + len(op.Value)
+		}
+	}
+	b = slices.Grow(b, size)
+	b = append(b, `{"object":`...)
+	b = canonjson.AppendString(b, d.Object)
+	b = append(b, `,"revision_id":`...)
+	b = canonjson.AppendString(b, d.RevisionID)
+	b = append(b, `,"resources":`...)
+	if d.Resources == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range d.Resources {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = d.Resources[i].appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func (r *RevisionDiffResource) appendJSON(b []byte) []byte {
+	b = append(b, `{"kind":`...)
+	b = canonjson.AppendString(b, r.Kind)
+	b = append(b, `,"key":`...)
+	b = canonjson.AppendString(b, r.Key)
+	b = append(b, `,"version_before":`...)
+	b = appendIntOrNull(b, r.VersionBefore)
+	b = append(b, `,"version_now":`...)
+	b = appendIntOrNull(b, r.VersionNow)
+	b = append(b, `,"spec_before":`...)
+	b = appendRawOrNull(b, r.SpecBefore)
+	b = append(b, `,"spec_now":`...)
+	b = appendRawOrNull(b, r.SpecNow)
+	b = append(b, `,"diff":`...)
+	if r.Diff == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, op := range r.Diff {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendDiffOp(b, op)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func appendIntOrNull(b []byte, v *int) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, int64(*v), 10)
+}
+
+func appendRawOrNull(b []byte, raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
 }
 
 // ListRevisions lists the revisions of the actor's environment, newest first.

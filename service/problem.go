@@ -105,10 +105,19 @@ type response struct {
 	code   plans.Code // "" for a success
 }
 
+// jsonAppender is an answer that writes its own JSON, the same values as
+// encoding/json would write for it.
+type jsonAppender interface{ AppendJSON(b []byte) []byte }
+
 func jsonResponse(status int, v any) response {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return problemResponse(fmt.Errorf("encode response: %w", err), "")
+	var b []byte
+	if a, ok := v.(jsonAppender); ok {
+		b = a.AppendJSON(nil)
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return problemResponse(fmt.Errorf("encode response: %w", err), "")
+		}
 	}
 	return response{status: status, header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}, body: b}
 }

@@ -1,0 +1,110 @@
+package plans
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// decodeValue decodes JSON with UseNumber, failing the test on bytes that
+// are not one JSON value.
+func decodeValue(t *testing.T, b []byte) any {
+	t.Helper()
+	if !json.Valid(b) {
+		t.Fatalf("not JSON: %s", b)
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestRevisionDiffAppendJSONIsTheEncodingJSONAnswer: the appended answer
+// of a revision diff is the same JSON value as encoding/json's, with specs
+// holding <, >, &, other characters than ASCII, escapes, U+2028 and
+// resources created, deleted and changed since.
+func TestRevisionDiffAppendJSONIsTheEncodingJSONAnswer(t *testing.T) {
+	t.Parallel()
+	specs := []string{
+		`{"display_name":"<b>R&D</b> \"quoted\" \\ back","identifier":"https://api.example/?a=1&b=<2>","scopes":[{"description":"café ☕ 😀 \u2028 \t tab","value":"read"}]}`,
+		`{"display_name":"R&D","identifier":"https://api.example/?a=1&b=<3>","scopes":[{"description":"\u0001\u001f\u007f","value":"read"},{"value":"write"}]}`,
+		`{"callback_urls":["https://a.example/cb?x=<y>&z","https://b.example"],"name":"app \u00e9"}`,
+		`{"callback_urls":["https://b.example"],"name":"app é","logo":null}`,
+	}
+	one, two := 1, 2
+	d := &RevisionDiff{Object: "config_revision_diff", RevisionID: "cfgr_<&>\"é", Resources: []RevisionDiffResource{}}
+	add := func(kind, key string, vb, vn *int, before, now string) {
+		r := RevisionDiffResource{Kind: kind, Key: key, VersionBefore: vb, VersionNow: vn}
+		var err error
+		if before != "" {
+			if r.SpecBefore, err = revisionSpec([]byte(before)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if now != "" {
+			if r.SpecNow, err = revisionSpec([]byte(now)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Diff = diffCanonical(r.SpecNow, r.SpecBefore)
+		d.Resources = append(d.Resources, r)
+	}
+	add("api", "changed <&>", &one, &two, specs[0], specs[1])
+	add("api", "same", &one, &one, specs[0], specs[0])
+	add("application", "deleted since", &one, nil, specs[2], "")
+	add("application", "created by the apply \u2028", nil, &two, "", specs[3])
+	add("application", "changed", &two, &two, specs[3], specs[2])
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 200 {
+		b := genApplication(rng)
+		a := mutate(rng, b)
+		add("application", fmt.Sprintf("generated-%d", i), &one, &two, string(canonicalJSON(b)), string(spaced(canonicalJSON(a))))
+	}
+	want, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := d.AppendJSON([]byte("x"))[1:]
+	if !reflect.DeepEqual(decodeValue(t, got), decodeValue(t, want)) {
+		t.Errorf("AppendJSON\n%s\nencoding/json\n%s", got, want)
+	}
+	if !bytes.Contains(got, []byte(`"<b>R&D</b> \"quoted\" \\ back"`)) || !bytes.Contains(got, []byte(`\u2028`)) {
+		t.Errorf("specs not copied as they are: %s", got)
+	}
+	empty := &RevisionDiff{Object: "config_revision_diff", RevisionID: "cfgr_1"}
+	want, _ = json.Marshal(empty)
+	if got := empty.AppendJSON(nil); !bytes.Equal(got, want) {
+		t.Errorf("AppendJSON of no resources = %s, encoding/json %s", got, want)
+	}
+}
+
+// TestAppendDiffOpIsMarshalJSON: every shape of operation appends the JSON
+// value its MarshalJSON writes.
+func TestAppendDiffOpIsMarshalJSON(t *testing.T) {
+	t.Parallel()
+	for _, op := range []DiffOp{
+		{Op: "add", Path: "/a~1b", Value: json.RawMessage(`"<&>"`)},
+		{Op: "add", Path: "", Old: json.RawMessage(`1`), Value: json.RawMessage(`{"x":[1,"é"]}`)},
+		{Op: "add", Path: "/n"},
+		{Op: "remove", Path: "/x/0", Old: json.RawMessage(`null`)},
+		{Op: "remove", Path: "/x/0"},
+		{Op: "replace", Path: "/\u2028", Old: json.RawMessage(`"a"`), Value: json.RawMessage(`null`)},
+		{Op: "replace", Path: "/v", Value: json.RawMessage(`2`)},
+		{Op: "replace", Path: "/v", Old: json.RawMessage(`"x"`)},
+	} {
+		want, err := op.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := appendDiffOp(nil, op)
+		if !reflect.DeepEqual(decodeValue(t, got), decodeValue(t, want)) {
+			t.Errorf("appendDiffOp = %s, MarshalJSON %s", got, want)
+		}
+	}
+}
