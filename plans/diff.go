@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/keenauth/configplans/plans/canonjson"
 )
@@ -192,16 +191,16 @@ func membersIdentity(members ...string) elementIdentity {
 		if element[0] != '{' {
 			return "", false
 		}
-		values := make([][]byte, len(members))
-		for _, m := range objectMembers(element) {
-			for i, name := range members {
-				if m.name == name {
-					values[i] = m.value
-				}
+		if len(members) == 1 {
+			v := memberValue(element, members[0])
+			if v == nil || v[0] != '"' {
+				return "", false
 			}
+			return string(v), true
 		}
 		var id []byte
-		for _, v := range values {
+		for _, m := range members {
+			v := memberValue(element, m)
 			if v == nil || v[0] != '"' {
 				return "", false
 			}
@@ -225,28 +224,32 @@ func diffValues(ops []DiffOp, path, shape string, before, after []byte) []DiffOp
 	}
 	// Both member lists are sorted by name: a merge visits the names of
 	// either in sorted order.
-	bm, am := objectMembers(before), objectMembers(after)
-	for len(bm) > 0 || len(am) > 0 {
+	bi, bName, bv := nextMember(before, 1)
+	ai, aName, av := nextMember(after, 1)
+	for bName != nil || aName != nil {
 		var c int
 		switch {
-		case len(am) == 0:
+		case aName == nil:
 			c = -1
-		case len(bm) == 0:
+		case bName == nil:
 			c = 1
 		default:
-			c = strings.Compare(bm[0].name, am[0].name)
+			c = bytes.Compare(bName, aName)
 		}
 		switch {
 		case c < 0:
-			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + PointerEscape(bm[0].name), Old: bm[0].value})
-			bm = bm[1:]
+			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + PointerEscape(string(bName)), Old: bv})
+			bi, bName, bv = nextMember(before, bi)
 		case c > 0:
-			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + PointerEscape(am[0].name), Value: am[0].value})
-			am = am[1:]
+			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + PointerEscape(string(aName)), Value: av})
+			ai, aName, av = nextMember(after, ai)
 		default:
-			k := PointerEscape(bm[0].name)
-			ops = diffValues(ops, path+"/"+k, shape+"/"+k, bm[0].value, am[0].value)
-			bm, am = bm[1:], am[1:]
+			if !bytes.Equal(bv, av) {
+				k := PointerEscape(string(bName))
+				ops = diffValues(ops, path+"/"+k, shape+"/"+k, bv, av)
+			}
+			bi, bName, bv = nextMember(before, bi)
+			ai, aName, av = nextMember(after, ai)
 		}
 	}
 	return ops
@@ -276,12 +279,12 @@ func diffArray(ops []DiffOp, path, shape string, before, after [][]byte, wholeBe
 	}
 	var keptBefore, keptAfter []string
 	for _, id := range bIDs {
-		if _, kept := aIndex[id]; kept {
+		if aIndex.find(id) >= 0 {
 			keptBefore = append(keptBefore, id)
 		}
 	}
 	for _, id := range aIDs {
-		if _, kept := bIndex[id]; kept {
+		if bIndex.find(id) >= 0 {
 			keptAfter = append(keptAfter, id)
 		}
 	}
@@ -289,63 +292,101 @@ func diffArray(ops []DiffOp, path, shape string, before, after [][]byte, wholeBe
 		return replace()
 	}
 	for i := len(before) - 1; i >= 0; i-- {
-		if _, kept := aIndex[bIDs[i]]; !kept {
+		if aIndex.find(bIDs[i]) < 0 {
 			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + strconv.Itoa(i), Old: before[i]})
 		}
 	}
 	for i, id := range keptBefore {
-		ops = diffValues(ops, path+"/"+strconv.Itoa(i), shape+"/*", before[bIndex[id]], after[aIndex[id]])
+		if b, a := before[bIndex.find(id)], after[aIndex.find(id)]; !bytes.Equal(b, a) {
+			ops = diffValues(ops, path+"/"+strconv.Itoa(i), shape+"/*", b, a)
+		}
 	}
 	for i, id := range aIDs {
-		if _, kept := bIndex[id]; !kept {
+		if bIndex.find(id) < 0 {
 			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: after[i]})
 		}
 	}
 	return ops
 }
 
-// identities returns the identity of every element and the index of every
-// identity; ok is false when an element has none or an identity repeats.
-func identities(list [][]byte, identity elementIdentity) (ids []string, index map[string]int, ok bool) {
-	ids = make([]string, len(list))
-	index = make(map[string]int, len(list))
+// identities returns the identity of every element and their index; ok
+// is false when an element has none or an identity repeats.
+func identities(list [][]byte, identity elementIdentity) (ids []string, index idIndex, ok bool) {
+	ids = make([]string, 0, len(list))
+	if len(list) > smallIndex {
+		index.m = make(map[string]int, len(list))
+	}
 	for i, e := range list {
 		id, ok := identity(e)
-		if !ok {
-			return nil, nil, false
+		if !ok || index.find(id) >= 0 {
+			return nil, idIndex{}, false
 		}
-		if _, dup := index[id]; dup {
-			return nil, nil, false
+		ids = append(ids, id)
+		index.ids = ids
+		if index.m != nil {
+			index.m[id] = i
 		}
-		ids[i], index[id] = id, i
 	}
 	return ids, index, true
 }
 
-// A canonicalMember is a member of a canonical object: its name, decoded,
-// and its value.
-type canonicalMember struct {
-	name  string
-	value []byte
+// smallIndex is the longest list whose identities are found by a scan
+// rather than a map.
+const smallIndex = 16
+
+// idIndex finds an identity among the elements of a list.
+type idIndex struct {
+	ids []string
+	m   map[string]int // for a list longer than smallIndex
 }
 
-// objectMembers splits a canonical object into its members, in order.
-func objectMembers(obj []byte) []canonicalMember {
-	var out []canonicalMember
-	for i := 1; obj[i] != '}'; {
-		end := skipCanonical(obj, i)
-		tok := obj[i:end]
-		name := string(tok[1 : len(tok)-1])
-		if bytes.IndexByte(tok, '\\') >= 0 {
-			_ = json.Unmarshal(tok, &name) // a canonical token decodes
+// find returns the index of the element of identity id, -1 for none.
+func (x idIndex) find(id string) int {
+	if x.m != nil {
+		if i, ok := x.m[id]; ok {
+			return i
 		}
-		vEnd := skipCanonical(obj, end+1)
-		out = append(out, canonicalMember{name: name, value: obj[end+1 : vEnd : vEnd]})
-		if i = vEnd; obj[i] == ',' {
-			i++
+		return -1
+	}
+	for i, v := range x.ids {
+		if v == id {
+			return i
 		}
 	}
-	return out
+	return -1
+}
+
+// nextMember reads the member of the canonical object obj at obj[i] (just
+// after its '{' or a ','): its name, decoded, its value and where the next
+// one starts. name is nil after the last member.
+func nextMember(obj []byte, i int) (next int, name, value []byte) {
+	if obj[i] == '}' {
+		return i, nil, nil
+	}
+	end := skipCanonical(obj, i)
+	name = obj[i+1 : end-1 : end-1]
+	if bytes.IndexByte(name, '\\') >= 0 {
+		var s string
+		_ = json.Unmarshal(obj[i:end], &s) // a canonical token decodes
+		name = []byte(s)
+	}
+	vEnd := skipCanonical(obj, end+1)
+	value = obj[end+1 : vEnd : vEnd]
+	if next = vEnd; obj[next] == ',' {
+		next++
+	}
+	return next, name, value
+}
+
+// memberValue is the value of the member named name of the canonical
+// object obj, nil for none.
+func memberValue(obj []byte, name string) []byte {
+	for i, n, v := nextMember(obj, 1); n != nil; i, n, v = nextMember(obj, i) {
+		if string(n) == name {
+			return v
+		}
+	}
+	return nil
 }
 
 // arrayElements splits a canonical array into its elements.

@@ -253,7 +253,16 @@ func TestDiffAgreesWithTheDiffOfDecodedValues(t *testing.T) {
 		`{"callback_urls":["https://a","https://b\u0026c"]}`, `{"callback_urls":["https://b&c","https://d"]}`,
 		`{"permissions":[{"api":"a","scope":"s"},{"api":"a\"","scope":"s"}]}`, `{"permissions":[{"api":"a\"","scope":"s"}]}`,
 		`{"a\/b~c":1,"\u00e9":[1]}`, `{"a/b~c":2,"é":[2]}`, `{"x":"\u2028"}`, "{\"x\":\"\u2028\"}", `[{"a":1}]`, `{"api_grants":[{"api":"x","scopes":["a","b"]}]}`,
-		`{"api_grants":[{"api":"x","scopes":["b","c"]},{"api":"y"}]}`}
+		`{"api_grants":[{"api":"x","scopes":["b","c"]},{"api":"y"}]}`, `{"":1,"a":2}`, `{"":[2]}`, `{"\\":1,"\"":3}`}
+	var long, longer []string
+	for i := range 40 {
+		long = append(long, fmt.Sprintf("%q", fmt.Sprint("https://", i)))
+		if i%3 != 0 {
+			longer = append(longer, fmt.Sprintf("%q", fmt.Sprint("https://", i*2)))
+		}
+	}
+	odd = append(odd, `{"callback_urls":[`+strings.Join(long, ",")+`]}`, `{"callback_urls":[`+strings.Join(longer, ",")+`]}`,
+		`{"callback_urls":[`+strings.Join(long[:30], ",")+`,"dup","dup"]}`)
 	for _, x := range odd {
 		for _, y := range odd {
 			if !checkSameDiff(t, "", []byte(x), []byte(y)) {
