@@ -201,6 +201,10 @@ func decode(r row, withResources bool) (*Revision, error) {
 		return nil, err
 	}
 	if withResources {
+		if rs, ok := decodeResources(r.Resources); ok {
+			rev.Resources = rs
+			return rev, nil
+		}
 		var stored []storedResource
 		if err := json.Unmarshal(r.Resources, &stored); err != nil {
 			return nil, err
@@ -227,4 +231,120 @@ func canonicalSpec(spec json.RawMessage) json.RawMessage {
 		return out
 	}
 	return spec
+}
+
+// decodeResources reads resources in the layout Encode writes, with
+// canonical specs, which it keeps as slices of b; ok is false for anything
+// else (a row stored as jsonb), which encoding/json then reads.
+func decodeResources(b []byte) (_ []Resource, ok bool) {
+	p := reader{b: b}
+	if !p.take("[") {
+		return nil, false
+	}
+	out := []Resource{}
+	if p.take("]") {
+		return out, p.i == len(b)
+	}
+	for {
+		var r Resource
+		if !p.take(`{"kind":`) || !p.str(&r.Kind) || !p.take(`,"key":`) || !p.str(&r.Key) || !p.take(`,"action":`) || !p.str(&r.Action) ||
+			!p.take(`,"version_before":`) || !p.intOrNull(&r.VersionBefore) || !p.take(`,"spec_before":`) || !p.spec(&r.SpecBefore) {
+			return nil, false
+		}
+		if p.take(`,"resource_id_before":`) && !p.str(&r.ResourceIDBefore) {
+			return nil, false
+		}
+		if !p.take("}") {
+			return nil, false
+		}
+		out = append(out, r)
+		if p.take("]") {
+			return out, p.i == len(b)
+		}
+		if !p.take(",") {
+			return nil, false
+		}
+	}
+}
+
+// reader reads b from i.
+type reader struct {
+	b []byte
+	i int
+}
+
+func (p *reader) take(s string) bool {
+	if !bytes.HasPrefix(p.b[p.i:], []byte(s)) {
+		return false
+	}
+	p.i += len(s)
+	return true
+}
+
+func (p *reader) str(out *string) bool {
+	b := p.b
+	if p.i >= len(b) || b[p.i] != '"' {
+		return false
+	}
+	plain := true
+	for j := p.i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			if plain {
+				*out = string(b[p.i+1 : j])
+			} else if err := json.Unmarshal(b[p.i:j+1], out); err != nil {
+				return false
+			}
+			p.i = j + 1
+			return true
+		case c == '\\':
+			plain = false
+			j++
+		case c < 0x20 || c >= 0x7f:
+			plain = false
+		}
+	}
+	return false
+}
+
+func (p *reader) intOrNull(out **int) bool {
+	if p.take("null") {
+		return true
+	}
+	j := p.i
+	if j < len(p.b) && p.b[j] == '-' {
+		j++
+	}
+	for j < len(p.b) && p.b[j] >= '0' && p.b[j] <= '9' {
+		j++
+	}
+	digits := p.b[p.i:j]
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) > 1 && digits[0] == '0' {
+		return false // not JSON
+	}
+	v, err := strconv.Atoi(string(p.b[p.i:j]))
+	if err != nil {
+		return false
+	}
+	p.i, *out = j, &v
+	return true
+}
+
+// spec reads a canonical spec, or null as encoding/json reads it into a
+// json.RawMessage.
+func (p *reader) spec(out *json.RawMessage) bool {
+	if p.take("null") {
+		*out = json.RawMessage("null")
+		return true
+	}
+	n := canonjson.PrefixLen(p.b[p.i:])
+	if n < 0 {
+		return false
+	}
+	*out = p.b[p.i : p.i+n : p.i+n]
+	p.i += n
+	return true
 }

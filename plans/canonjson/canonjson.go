@@ -439,3 +439,13 @@ func (w *writer) object(i, depth int) (int, bool) {
 	w.out = append(w.out, '}')
 	return i, true
 }
+
+// PrefixLen returns the length of the canonical value at the start of b,
+// -1 when b does not start with one.
+func PrefixLen(b []byte) int {
+	end, ok := checkValue(b, 0, 0)
+	if !ok {
+		return -1
+	}
+	return end
+}

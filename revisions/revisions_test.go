@@ -1,0 +1,64 @@
+package revisions
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// TestDecodeResourcesReadsWhatEncodeWrote: the resources Encode writes read
+// back the same by decodeResources and by encoding/json, specs canonical;
+// a revision in jsonb's form is left to encoding/json and made canonical.
+func TestDecodeResourcesReadsWhatEncodeWrote(t *testing.T) {
+	t.Parallel()
+	v0, v7, vNeg := 0, 7, -3
+	in := []Resource{
+		{Kind: "api", Key: "k <&> \"é\" \u2028 \\", Action: "update", VersionBefore: &v7,
+			SpecBefore: json.RawMessage(`{"z": [1, {"b": "<&>", "a": "\u00e9\u2028"}], "a": null}`)},
+		{Kind: "connection", Key: "c", Action: "delete", VersionBefore: &v0, SpecBefore: json.RawMessage(`{"x":1}`), ResourceIDBefore: "con_\u00e9"},
+		{Kind: "api", Key: "new", Action: "create"},
+		{Kind: "api", Key: "neg", Action: "update", VersionBefore: &vNeg, SpecBefore: json.RawMessage(`"s"`)},
+	}
+	want := []Resource{in[0], in[1], in[2], in[3]}
+	want[0].SpecBefore = json.RawMessage(`{"a":null,"z":[1,{"a":"é\u2028","b":"<&>"}]}`)
+	want[2].SpecBefore = json.RawMessage("null")
+	enc, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := decodeResources(enc)
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decodeResources(%s) = %+v, %v; want %+v", enc, got, ok, want)
+	}
+	var stored []storedResource
+	if err := json.Unmarshal(enc, &stored); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range stored {
+		s.Resource.ResourceIDBefore = s.ResourceIDBefore
+		if !reflect.DeepEqual(s.Resource, want[i]) {
+			t.Errorf("encoding/json reads %+v, want %+v", s.Resource, want[i])
+		}
+	}
+	if got, ok := decodeResources([]byte("[]")); !ok || len(got) != 0 || got == nil {
+		t.Errorf("decodeResources([]) = %#v, %v", got, ok)
+	}
+
+	jsonb := []byte(`[{"key": "a", "kind": "api", "action": "update", "spec_before": {"b": 1, "a": [2, 3]}, "version_before": 2}]`)
+	if _, ok := decodeResources(jsonb); ok {
+		t.Fatal("decodeResources read jsonb's form")
+	}
+	rev, err := decode(row{Types: []byte(`[]`), Counts: []byte(`{}`), Resources: jsonb}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(rev.Resources[0].SpecBefore); s != `{"a":[2,3],"b":1}` || *rev.Resources[0].VersionBefore != 2 {
+		t.Errorf("jsonb's form read as %+v, spec %s", rev.Resources[0], s)
+	}
+	for _, bad := range []string{`[`, `[{"kind":"a"}]`, `[{"kind":"a","key":"b","action":"c","version_before":01,"spec_before":null}]`,
+		`[{"kind":"a","key":"b","action":"c","version_before":1,"spec_before":{"b":1,"a":2}}]`, `[]x`} {
+		if _, ok := decodeResources([]byte(bad)); ok {
+			t.Errorf("decodeResources(%s) read it", bad)
+		}
+	}
+}
