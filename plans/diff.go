@@ -126,7 +126,7 @@ func canonicalForDiff(raw json.RawMessage) (_ []byte, ok bool) {
 	case len(bytes.TrimSpace(raw)) == 0:
 		return nil, true
 	default:
-		out, ok := canonjson.Append(nil, raw)
+		out, ok := canonjson.Append(make([]byte, 0, len(raw)), raw)
 		if !ok {
 			v, ok := decodeForDiff(raw)
 			if !ok || v == nil {
@@ -406,12 +406,19 @@ func arrayElements(arr []byte) [][]byte {
 func skipCanonical(b []byte, i int) int {
 	switch b[i] {
 	case '"':
-		for i++; b[i] != '"'; i++ {
-			if b[i] == '\\' {
-				i++
+		// The closing quote is the first one after no backslash or an
+		// even number of them.
+		for j := i + 1; ; {
+			q := j + bytes.IndexByte(b[j:], '"')
+			n := 0
+			for b[q-1-n] == '\\' {
+				n++
 			}
+			if n%2 == 0 {
+				return q + 1
+			}
+			j = q + 1
 		}
-		return i + 1
 	case '{', '[':
 		depth := 0
 		for ; ; i++ {

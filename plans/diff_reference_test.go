@@ -323,3 +323,33 @@ func FuzzDiffAgreesWithTheDiffOfDecodedValues(f *testing.F) {
 	f.Add([]byte(`{"callback_urls":["a","b"]}`), []byte(`{"callback_urls":["b","a"], "x": [1, 2]}`))
 	f.Fuzz(func(t *testing.T, before, after []byte) { checkSameDiff(t, "", before, after) })
 }
+
+// benchSpecs are an api spec as the revision diff of P10 reads it: before
+// canonical (from the revision), now in jsonb's form (from resources),
+// with the first scope's description changed.
+func benchSpecs() (before, now []byte) {
+	spec := func(variant int) map[string]any {
+		scopes := make([]any, 4)
+		for i := range scopes {
+			scopes[i] = map[string]any{"value": fmt.Sprintf("items-%02d:read", i),
+				"description": fmt.Sprintf("Scope %d of api-00001, variant %d. %s", i, variant*i, strings.Repeat("x", 70))}
+		}
+		return map[string]any{"identifier": "https://api.bench.example/api-00001", "display_name": "Bench API api-00001",
+			"scopes": scopes, "token_lifetime_seconds": json.Number("3600")}
+	}
+	return canonicalJSON(spec(1)), spaced(canonicalJSON(spec(2)))
+}
+
+func BenchmarkDiffReference(b *testing.B) {
+	before, now := benchSpecs()
+	for b.Loop() {
+		_ = referenceDiff(canonical(now), before)
+	}
+}
+
+func BenchmarkDiff(b *testing.B) {
+	before, now := benchSpecs()
+	for b.Loop() {
+		_ = Diff(now, before)
+	}
+}

@@ -77,6 +77,10 @@ func scanString(b []byte, i int) (end int, canonical, plain, ok bool) {
 	canonical, plain = true, true
 	for i++; i < len(b); {
 		c := b[i]
+		if plainASCII[c] {
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
 			return i + 1, canonical, plain, true
@@ -114,6 +118,15 @@ func scanString(b []byte, i int) (end int, canonical, plain, ok bool) {
 	}
 	return 0, false, false, false
 }
+
+// plainASCII are the bytes a string holds as they are: printable ASCII
+// but '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // canonicalU reports whether \uXXXX is how encoding/json writes the
 // character: a control character without a short escape, U+2028 or U+2029.
