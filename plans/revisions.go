@@ -139,12 +139,12 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 	}
 	out := &RevisionDiff{Object: "config_revision_diff", RevisionID: rev.ID, Resources: make([]RevisionDiffResource, 0, len(rev.Resources))}
 	for _, r := range rev.Resources {
-		// A revision's specs are canonical as stored (revisions.Get makes
-		// those of older rows so); the current ones come in jsonb's form
-		// on PostgreSQL.
+		// A revision's specs are canonical as revisions.Get reads them
+		// (it makes those of older rows so); the current ones come in
+		// jsonb's form on PostgreSQL.
 		d := RevisionDiffResource{Kind: r.Kind, Key: r.Key, VersionBefore: r.VersionBefore}
-		if d.SpecBefore, err = revisionSpec(r.SpecBefore); err != nil {
-			return nil, err
+		if len(r.SpecBefore) > 0 && string(r.SpecBefore) != "null" {
+			d.SpecBefore = r.SpecBefore
 		}
 		if cur := now.get(Kind(r.Kind), r.Key); cur != nil {
 			v := cur.Version

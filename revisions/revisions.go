@@ -30,11 +30,13 @@ type Counts struct {
 
 // Resource is the configuration of one resource before the apply.
 type Resource struct {
-	Kind          string          `json:"kind"`
-	Key           string          `json:"key"`
-	Action        string          `json:"action"`
-	VersionBefore *int            `json:"version_before"`
-	SpecBefore    json.RawMessage `json:"spec_before"`
+	Kind          string `json:"kind"`
+	Key           string `json:"key"`
+	Action        string `json:"action"`
+	VersionBefore *int   `json:"version_before"`
+	// SpecBefore is canonical (plans/canonjson) as Get reads it, JSON
+	// null for a resource the apply created.
+	SpecBefore json.RawMessage `json:"spec_before"`
 	// ResourceIDBefore is the connection id a deleted connection had, so a
 	// restore can bring the same connection back. Not shown by the API.
 	ResourceIDBefore string `json:"-"`
@@ -222,15 +224,28 @@ func decode(r row, withResources bool) (*Revision, error) {
 // canonicalSpec is a stored spec in its canonical form. Encode wrote it so;
 // a revision stored before resources was a json column (or by a replica
 // that still wrote jsonb) comes back in jsonb's member order and spacing,
-// and is made canonical here.
+// and is made canonical here: by a scan, or for a value it cannot read
+// (nested too deep) by encoding/json.
 func canonicalSpec(spec json.RawMessage) json.RawMessage {
 	if len(spec) == 0 || canonjson.IsCanonical(spec) {
 		return spec
 	}
-	if out, ok := canonjson.Append(nil, spec); ok {
+	if out, ok := canonjson.Append(make([]byte, 0, len(spec)), spec); ok {
 		return out
 	}
-	return spec
+	d := json.NewDecoder(bytes.NewReader(spec))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return spec // not reached: the whole revision decoded
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return spec
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // decodeResources reads resources in the layout Encode writes, with
