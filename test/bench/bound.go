@@ -29,12 +29,13 @@ type keyedSpec struct {
 	spec []byte
 }
 
-// The statements of an apply, as the service writes them (plans/apply.go).
+// The statements of an apply, as the service writes them (plans/apply.go,
+// configdb/applywrites.go): the revision's resources go to a json column.
 const (
 	sqlBumpTypes = `UPDATE type_states SET generation = generation + 1 WHERE environment_id = $1 AND kind = 'api'`
 	sqlBumpEnv   = `UPDATE environments SET generation = generation + 1 WHERE id = $1`
 	sqlRevision  = `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, resources, created_at, expires_at)
-		VALUES ($1, $2, $3, '["api"]', $4::jsonb, $5::jsonb, $6, $7)`
+		VALUES ($1, $2, $3, '["api"]', $4::jsonb, $5::json, $6, $7)`
 	sqlPrune = `DELETE FROM config_revisions WHERE environment_id = $1 AND (expires_at <= $2 OR id IN (
 		SELECT id FROM config_revisions WHERE environment_id = $1 ORDER BY id DESC OFFSET 50))`
 	sqlLogs = `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
