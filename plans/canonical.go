@@ -3,6 +3,8 @@ package plans
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/keenauth/configplans/plans/canonjson"
 )
 
 // mustJSON encodes a value the package built itself.
@@ -30,10 +32,17 @@ func marshal(v any) ([]byte, error) {
 }
 
 // canonical re-encodes a JSON value with sorted object keys and no spacing,
-// so equal values compare equal byte for byte.
+// so equal values compare equal byte for byte: by one scan (canonjson), and
+// by a decode and an encode for what the scan leaves to encoding/json.
 func canonical(raw []byte) json.RawMessage {
 	if raw == nil {
 		return nil
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	if b, ok := canonjson.Append(make([]byte, 0, len(raw)), raw); ok {
+		return b
 	}
 	var v any
 	d := json.NewDecoder(bytes.NewReader(raw))
