@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 )
 
@@ -95,25 +96,86 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 		if err != nil && committing && connectionLost(err) {
 			return fmt.Errorf("%w: %w: %w", ErrCommitUnknown, ErrUnavailable, err)
 		}
-		err = interpretErrorKeep(err)
-		lost := errors.Is(err, ErrUnavailable) && ctx.Err() == nil
-		if !errors.Is(err, errRetry) && !lost {
+		if retry, err := d.again(ctx, attempt, err); !retry {
 			return err
 		}
-		if attempt >= d.opts.MaxTxAttempts {
-			// Still conflicting after every attempt: the directory is too
-			// busy to answer now, and nothing was written.
-			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+}
+
+// again decides, after the attempt-th run of a unit of work failed with
+// err (nil: it succeeded), whether to run it again, after a short backoff:
+// on serialization failures and deadlocks, and on a lost connection that
+// did not leave the outcome unknown. When not, it returns the error to
+// answer.
+func (d *DB) again(ctx context.Context, attempt int, err error) (bool, error) {
+	err = interpretErrorKeep(err)
+	lost := errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrCommitUnknown) && ctx.Err() == nil
+	if !errors.Is(err, errRetry) && !lost {
+		return false, err
+	}
+	if attempt >= d.opts.MaxTxAttempts {
+		// Still conflicting after every attempt: the directory is too
+		// busy to answer now, and nothing was written.
+		return false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if d.opts.OnTxRetry != nil {
+		d.opts.OnTxRetry()
+	}
+	select {
+	case <-ctx.Done():
+		return false, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
+	}
+	return true, nil
+}
+
+// InStatement runs fn, a write that is one statement on PostgreSQL, on
+// its own, without BEGIN and COMMIT: the statement is atomic by itself
+// (data-modifying CTEs, such as a transition of a plan with its event),
+// and the transaction's two round trips are saved. On SQLite fn may run
+// several statements, and runs in a transaction (InTx). It is retried as
+// InTx is. A connection lost once the statement may have reached the
+// server leaves its outcome unknown, as a COMMIT in flight does: the
+// error is then ErrCommitUnknown (and ErrUnavailable), for the caller to
+// resolve. So is a context that ends while the statement runs.
+func (d *DB) InStatement(ctx context.Context, fn func(tx *Tx) error) error {
+	if d.sqlite {
+		return d.InTx(ctx, sql.LevelDefault, fn)
+	}
+	for attempt := 1; ; attempt++ {
+		err := fn(&Tx{Reader: Reader{g: d.g}, Now: d.now()})
+		if outcomeUnknown(ctx, err) {
+			return fmt.Errorf("%w: %w: %w", ErrCommitUnknown, ErrUnavailable, err)
 		}
-		if d.opts.OnTxRetry != nil {
-			d.opts.OnTxRetry()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
-		case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
+		if retry, err := d.again(ctx, attempt, err); !retry {
+			return err
 		}
 	}
+}
+
+// outcomeUnknown reports whether a statement run on its own that failed
+// with err may nevertheless have committed: its connection was lost, or
+// its context ended, after it may have reached the server. pgx marks what
+// it failed to send at all as safe to retry; a connection that could not
+// be opened sent nothing; and an answer of the server (an error it
+// returned, a statement it cancelled) says the statement did not commit.
+func outcomeUnknown(ctx context.Context, err error) bool {
+	if err == nil || pgconn.SafeToRetry(err) || isConnectError(err) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return lostSQLState(pe.Code) && pe.Code != "57014" && pe.Code != "53300"
+	}
+	return connectionLost(err) || ctx.Err() != nil
+}
+
+// InStatementDetached is InStatement for the writes that must happen even
+// when the request's context is gone, as InTxDetached.
+func (d *DB) InStatementDetached(ctx context.Context, fn func(tx *Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+	defer cancel()
+	return d.InStatement(ctx, fn)
 }
 
 // detachedTimeout bounds a transaction that outlives its request.

@@ -3,9 +3,14 @@ package configdb
 import (
 	"context"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -141,22 +146,80 @@ func (r Reader) ListPlans(ctx context.Context, f PlanFilter) ([]PlanRow, error) 
 	return rows, interpretError(err)
 }
 
-// InsertPlan stores a new plan.
-func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow) error {
-	return tx.q(ctx).Create(row).Error
+// InsertPlan stores a new plan with ev, its plan_created event: on
+// PostgreSQL in one statement, the event's insert reading the plan's.
+func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow, ev PlanEventRow) error {
+	if tx.sqlite {
+		if err := tx.q(ctx).Create(row).Error; err != nil {
+			return err
+		}
+		return tx.RecordEvent(ctx, ev)
+	}
+	// The plan's INSERT is GORM's own, built and not run, so that it
+	// follows the model; its parameters are numbered ($n), and so are the
+	// event's after them.
+	ins := tx.q(ctx).Session(&gorm.Session{DryRun: true}).Create(row).Statement
+	if ins.Error != nil {
+		return ins.Error
+	}
+	args := ins.Vars
+	events, evArgs := eventFrom("p", ev, tx.Now)
+	n := len(args)
+	events = placeholder.ReplaceAllStringFunc(events, func(string) string { n++; return "$" + strconv.Itoa(n) })
+	args = append(args, evArgs...)
+	return tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+events, args...).Error
+}
+
+// placeholder is a parameter of the statements built here.
+var placeholder = regexp.MustCompile(`\?`)
+
+// eventFrom is the insert of ev, at now, once for each row of the CTE
+// named from: the event of a transition is recorded if and only if the
+// transition happened, in the transition's statement.
+func eventFrom(from string, ev PlanEventRow, now time.Time) (string, []any) {
+	return `INSERT INTO plan_events (environment_id, plan_id, id, type, created_at, api_key_id, request_id, data)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?::jsonb FROM ` + from,
+		[]any{ev.EnvironmentID, ev.PlanID, ev.ID, ev.Type, now, ev.APIKeyID, ev.RequestID, string(ev.Data)}
+}
+
+// transition moves the plan k, if cond holds of it, by set, and records
+// ev when it moved: on PostgreSQL in one statement (a data-modifying CTE
+// and the event's insert), on SQLite one after the other. moved reports
+// whether the plan moved.
+func (tx *Tx) transition(ctx context.Context, k PlanKey, cond string, condArgs []any, set map[string]any, ev PlanEventRow) (moved bool, err error) {
+	q, env, id := k.where()
+	where := q + " AND " + cond
+	whereArgs := append([]any{env, id}, condArgs...)
+	if tx.sqlite {
+		if moved, err = rows(tx.q(ctx).Model(&PlanRow{}).Where(where, whereArgs...).Updates(set)); err != nil || !moved {
+			return moved, err
+		}
+		return true, tx.RecordEvent(ctx, ev)
+	}
+	var b strings.Builder
+	var args []any
+	for i, col := range slices.Sorted(maps.Keys(set)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(col + " = ?")
+		args = append(args, set[col])
+	}
+	events, evArgs := eventFrom("c", ev, tx.Now)
+	args = append(append(args, whereArgs...), evArgs...)
+	return rows(tx.q(ctx).Exec("WITH c AS (UPDATE config_plans SET "+b.String()+" WHERE "+where+" RETURNING 1) "+events, args...))
 }
 
 // ClaimPlan moves a plan planned → applying under token, with a lease
-// until lease from now, and keeps the Idempotency-Key fingerprint of the
-// claim (nil: none). An applying plan whose lease has passed is claimed
-// again; a plan past its validity is not. Of any number of concurrent
-// claims, on any replica, one wins: claimed reports whether it is this one.
-func (tx *Tx) ClaimPlan(ctx context.Context, k PlanKey, token string, lease time.Duration, fingerprint *string) (claimed bool, err error) {
-	q, env, id := k.where()
-	return rows(tx.q(ctx).Model(&PlanRow{}).
-		Where(q+" AND expires_at > ? AND (status = 'planned' OR (status = 'applying' AND lease_until <= ?))", env, id, tx.Now, tx.Now).
-		Updates(map[string]any{"status": applying, "lease_token": token, "lease_until": tx.Now.Add(lease),
-			"idempotency_fingerprint": fingerprint}))
+// until lease from now, keeps the Idempotency-Key fingerprint of the
+// claim (nil: none), and records ev (apply_started). An applying plan
+// whose lease has passed is claimed again; a plan past its validity is
+// not. Of any number of concurrent claims, on any replica, one wins:
+// claimed reports whether it is this one. On PostgreSQL it is one
+// statement, to be run on its own (DB.InStatement).
+func (tx *Tx) ClaimPlan(ctx context.Context, k PlanKey, token string, lease time.Duration, fingerprint *string, ev PlanEventRow) (claimed bool, err error) {
+	return tx.transition(ctx, k, "expires_at > ? AND (status = 'planned' OR (status = 'applying' AND lease_until <= ?))", []any{tx.Now, tx.Now},
+		map[string]any{"status": applying, "lease_token": token, "lease_until": tx.Now.Add(lease), "idempotency_fingerprint": fingerprint}, ev)
 }
 
 // RenewLease extends the apply lease that token holds to lease from now.
@@ -204,27 +267,41 @@ func (tx *Tx) FinishPlan(ctx context.Context, k PlanKey, token string) (bool, er
 // revision an apply may have recorded: the apply did not happen, or not
 // all of it.
 func (tx *Tx) ReleasePlan(ctx context.Context, k PlanKey, token string) (bool, error) {
-	return tx.endLease(ctx, k, token, map[string]any{"status": planned, "revision_id": nil})
+	return tx.endLease(ctx, k, token, released())
 }
 
+// RejectClaim is ReleasePlan that records ev (apply_rejected) when the
+// plan was released, on PostgreSQL in one statement (DB.InStatement).
+func (tx *Tx) RejectClaim(ctx context.Context, k PlanKey, token string, ev PlanEventRow) (bool, error) {
+	return tx.transition(ctx, k, "lease_token = ?", []any{token}, endedLease(released()), ev)
+}
+
+func released() map[string]any { return map[string]any{"status": planned, "revision_id": nil} }
+
 // MarkConflicted makes conflicted the plan that token holds: what it was
-// planned against changed.
-func (tx *Tx) MarkConflicted(ctx context.Context, k PlanKey, token string) (bool, error) {
-	return tx.endLease(ctx, k, token, map[string]any{"status": conflicted, "revision_id": nil})
+// planned against changed. It records ev (apply_conflicted) when it did,
+// on PostgreSQL in one statement (DB.InStatement).
+func (tx *Tx) MarkConflicted(ctx context.Context, k PlanKey, token string, ev PlanEventRow) (bool, error) {
+	return tx.transition(ctx, k, "lease_token = ?", []any{token}, endedLease(map[string]any{"status": conflicted, "revision_id": nil}), ev)
 }
 
 func (tx *Tx) endLease(ctx context.Context, k PlanKey, token string, updates map[string]any) (bool, error) {
-	updates["lease_token"], updates["lease_until"] = "", nil
 	q, env, id := k.where()
-	return rows(tx.q(ctx).Model(&PlanRow{}).Where(q+" AND lease_token = ?", env, id, token).Updates(updates))
+	return rows(tx.q(ctx).Model(&PlanRow{}).Where(q+" AND lease_token = ?", env, id, token).Updates(endedLease(updates)))
+}
+
+// endedLease is updates with the lease given up.
+func endedLease(updates map[string]any) map[string]any {
+	updates["lease_token"], updates["lease_until"] = "", nil
+	return updates
 }
 
 // MarkExpired stores the expired status of a plan past its validity that
-// is still planned (or applying): false when it was not.
-func (tx *Tx) MarkExpired(ctx context.Context, k PlanKey) (bool, error) {
-	q, env, id := k.where()
-	return rows(tx.q(ctx).Model(&PlanRow{}).Where(q+" AND status IN ('planned','applying') AND expires_at <= ?", env, id, tx.Now).
-		Updates(map[string]any{"status": expired, "lease_token": "", "lease_until": nil}))
+// is still planned (or applying), and records ev (plan_expired): false
+// when it was not. On PostgreSQL it is one statement (DB.InStatement).
+func (tx *Tx) MarkExpired(ctx context.Context, k PlanKey, ev PlanEventRow) (bool, error) {
+	return tx.transition(ctx, k, "status IN ('planned','applying') AND expires_at <= ?", []any{tx.Now},
+		map[string]any{"status": expired, "lease_token": "", "lease_until": nil}, ev)
 }
 
 // RecordEvent adds an event to a plan's history, at the transaction's time.

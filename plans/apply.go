@@ -274,11 +274,9 @@ func (s *Service) checkApplicable(ctx context.Context, a Actor, p *Plan, validat
 }
 
 func (s *Service) markExpired(ctx context.Context, a Actor, p *Plan) {
-	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
-		if marked, err := tx.MarkExpired(ctx, p.key()); err != nil || !marked {
-			return err
-		}
-		return recordEvent(ctx, tx, a, p.ID, "plan_expired", nil)
+	err := s.db.InStatementDetached(ctx, func(tx *configdb.Tx) error {
+		_, err := tx.MarkExpired(ctx, p.key(), *eventRow(a, p.ID, "plan_expired", nil))
+		return err
 	})
 	if err != nil {
 		s.log.WarnContext(ctx, "marking a plan expired failed", "plan_id", p.ID, "error", err)
@@ -296,7 +294,7 @@ func (s *Service) checkConfirmations(ctx context.Context, a Actor, p *Plan, conf
 
 // recordRejection records a rejection of a plan that was not claimed.
 func (s *Service) recordRejection(ctx context.Context, a Actor, p *Plan, e *Error) {
-	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
+	err := s.db.InStatementDetached(ctx, func(tx *configdb.Tx) error {
 		return recordEvent(ctx, tx, a, p.ID, "apply_rejected", map[string]any{"code": e.Code})
 	})
 	if err != nil {
@@ -308,15 +306,16 @@ func (s *Service) recordRejection(ctx context.Context, a Actor, p *Plan, e *Erro
 // that of any number of concurrent applies, on any replica, one wins. An
 // applying plan whose lease has passed can be claimed again. The plan keeps
 // the Idempotency-Key fingerprint from the claim on, so that a retry of the
-// same request that lost its Redis record is told the key is in use.
+// same request that lost its Redis record is told the key is in use. The
+// update and its apply_started event are one statement on PostgreSQL, run
+// on its own: a lost connection leaves its outcome unknown as a lost
+// COMMIT does, and resolveClaimCommit reads it.
 func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprint string) error {
 	var claimed bool
-	err := s.db.InTx(ctx, sql.LevelReadCommitted, func(tx *configdb.Tx) error {
+	err := s.db.InStatement(ctx, func(tx *configdb.Tx) error {
 		var err error
-		if claimed, err = tx.ClaimPlan(ctx, p.key(), token, s.cfg.ApplyLease, nullable(fingerprint)); err != nil || !claimed {
-			return err
-		}
-		return recordEvent(ctx, tx, a, p.ID, "apply_started", nil)
+		claimed, err = tx.ClaimPlan(ctx, p.key(), token, s.cfg.ApplyLease, nullable(fingerprint), *eventRow(a, p.ID, "apply_started", nil))
+		return err
 	})
 	if errors.Is(err, ErrCommitUnknown) {
 		return s.resolveClaimCommit(ctx, p, token, err)
@@ -348,7 +347,7 @@ func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprin
 func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e *Error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	end, event := (*configdb.Tx).ReleasePlan, "apply_rejected"
+	end, event := (*configdb.Tx).RejectClaim, "apply_rejected"
 	data := map[string]any{}
 	if e != nil {
 		data["code"] = e.Code
@@ -366,11 +365,9 @@ func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e
 	} else {
 		data["code"] = CodeInternalError
 	}
-	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
-		if ended, err := end(tx, ctx, p.key(), token); err != nil || !ended {
-			return err
-		}
-		return recordEvent(ctx, tx, a, p.ID, event, data)
+	err := s.db.InStatementDetached(ctx, func(tx *configdb.Tx) error {
+		_, err := end(tx, ctx, p.key(), token, *eventRow(a, p.ID, event, data))
+		return err
 	})
 	if err != nil {
 		s.log.WarnContext(ctx, "releasing a plan failed; its lease will", "plan_id", p.ID, "error", err)

@@ -454,15 +454,15 @@ func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *P
 	if err := planSize(row); err != nil {
 		return err
 	}
-	if err := tx.InsertPlan(ctx, row); err != nil {
-		return err
-	}
-	p.storedStatus = row.Status
 	data := map[string]any{"summary": p.Summary}
 	if p.RebasedFrom != nil {
 		data["rebased_from"] = *p.RebasedFrom
 	}
-	return recordEvent(ctx, tx, a, p.ID, "plan_created", data)
+	if err := tx.InsertPlan(ctx, row, *eventRow(a, p.ID, "plan_created", data)); err != nil {
+		return err
+	}
+	p.storedStatus = row.Status
+	return nil
 }
 
 func time0(t Time) time.Time { return time.Time(t) }
