@@ -1,6 +1,11 @@
 package configdb
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+
+	"gorm.io/gorm"
+)
 
 // CreateEnvironment inserts an environment with its first resources (the
 // singletons) and the generation 1 of each of kinds.
@@ -46,4 +51,105 @@ func (r Reader) FindEnvironment(ctx context.Context, name string) (Environment, 
 	var env Environment
 	err := r.q(ctx).Where("name = ?", name).Order("id").Take(&env).Error
 	return env, interpretError(err)
+}
+
+// Head is what planning or applying reads of an environment besides its
+// resources.
+type Head struct {
+	// Generations are those of the kinds asked for.
+	Generations map[string]int64
+	// Policies are the environment's (nil when it has none).
+	Policies JSON
+	// Material is, per connection id, the hash of the confirmed OIDC
+	// material (ConfirmedMaterial), when asked for.
+	Material map[string]string
+}
+
+// LockForApply locks the environment as LockEnvironment does and reads the
+// generations of kinds and the environment's policies: on PostgreSQL in
+// the same statement, one round trip instead of three. Under REPEATABLE
+// READ every part reads the transaction's snapshot, taken as the statement
+// starts, whatever the order PostgreSQL evaluates them in; a lock that
+// waited for another apply's commit fails the statement with a
+// serialization error, as LockEnvironment does. An environment that does
+// not exist is gorm.ErrRecordNotFound, as with LockEnvironment. The table
+// is named as GORM names it ("environments" ... FOR), so that the lock reads
+// as the same statement in pg_stat_activity.
+func (tx *Tx) LockForApply(ctx context.Context, envID string, kinds []string) (Head, error) {
+	return tx.readHead(ctx, envID, kinds, true)
+}
+
+// PlanHead reads the generations of kinds, the confirmed OIDC material and
+// the policies that planning needs, on PostgreSQL in one statement.
+func (tx *Tx) PlanHead(ctx context.Context, envID string, kinds []string) (Head, error) {
+	return tx.readHead(ctx, envID, kinds, false)
+}
+
+// readHead is LockForApply (forApply) or PlanHead.
+func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, forApply bool) (Head, error) {
+	if tx.sqlite {
+		return tx.readHeadEach(ctx, envID, kinds, forApply)
+	}
+	if kinds == nil {
+		kinds = []string{} // a JSON array, not null
+	}
+	var row struct {
+		Locked      int
+		Generations JSON
+		Policies    JSON
+		Material    JSON
+	}
+	sql := `SELECT (SELECT jsonb_object_agg(kind, generation) FROM type_states
+				WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))) AS generations,
+			(SELECT policies FROM environment_policies WHERE environment_id = ?) AS policies`
+	args := []any{envID, mustRecords(kinds), envID}
+	if forApply {
+		sql = `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE) ` + sql + `, (SELECT count(*) FROM l) AS locked`
+		args = append([]any{envID}, args...)
+	} else {
+		sql += `, (SELECT jsonb_object_agg(connection_id, material_hash) FROM connection_materials WHERE environment_id = ?) AS material`
+		args = append(args, envID)
+	}
+	if err := tx.q(ctx).Raw(sql, args...).Scan(&row).Error; err != nil {
+		return Head{}, err
+	}
+	if forApply && row.Locked == 0 {
+		return Head{}, gorm.ErrRecordNotFound
+	}
+	head := Head{Generations: map[string]int64{}, Policies: row.Policies}
+	if row.Generations != nil {
+		if err := json.Unmarshal(row.Generations, &head.Generations); err != nil {
+			return Head{}, err
+		}
+	}
+	if !forApply {
+		head.Material = map[string]string{}
+		if row.Material != nil {
+			if err := json.Unmarshal(row.Material, &head.Material); err != nil {
+				return Head{}, err
+			}
+		}
+	}
+	return head, nil
+}
+
+// readHeadEach is readHead one statement at a time, for SQLite.
+func (tx *Tx) readHeadEach(ctx context.Context, envID string, kinds []string, forApply bool) (head Head, err error) {
+	if forApply {
+		if _, err := tx.LockEnvironment(ctx, envID); err != nil {
+			return Head{}, err
+		}
+	}
+	if head.Generations, err = tx.LoadGenerations(ctx, envID, kinds); err != nil {
+		return Head{}, err
+	}
+	if !forApply {
+		if head.Material, err = tx.ConfirmedMaterial(ctx, envID); err != nil {
+			return Head{}, err
+		}
+	}
+	if head.Policies, err = tx.LoadPolicies(ctx, envID); err != nil {
+		return Head{}, err
+	}
+	return head, nil
 }

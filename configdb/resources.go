@@ -3,6 +3,7 @@ package configdb
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -24,30 +25,49 @@ type Selection struct {
 const loadBatch = 500
 
 // LoadResources reads the resources sel names. A resource may be read
-// more than once (by key and by unique value); the caller keeps one.
+// more than once (by key and by unique value); the caller keeps one. The
+// parts of the selection are one query (UNION ALL), one round trip, unless
+// they name more values than maxQueryArgs.
 func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) ([]Resource, error) {
 	var out []Resource
-	find := func(q *gorm.DB) error {
+	var parts []string
+	var args []any
+	flush := func() error {
+		if len(parts) == 0 {
+			return nil
+		}
 		var rows []Resource
-		if err := q.Find(&rows).Error; err != nil {
+		if err := r.q(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Find(&rows).Error; err != nil {
 			return interpretError(err)
 		}
 		out = append(out, rows...)
+		parts, args = parts[:0], args[:0]
+		return nil
+	}
+	// find adds a part of n+1 parameters.
+	find := func(cond string, n int, a ...any) error {
+		if len(args)+n+1 > maxQueryArgs {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		parts = append(parts, "SELECT * FROM resources WHERE environment_id = ? AND "+cond)
+		args = append(append(args, envID), a...)
 		return nil
 	}
 	for _, k := range sel.Kinds {
-		if err := find(r.q(ctx).Where("environment_id = ? AND kind = ?", envID, k)); err != nil {
+		if err := find("kind = ?", 1, k); err != nil {
 			return nil, err
 		}
 	}
 	for pairs := sel.Keys; len(pairs) > 0; {
 		batch := pairs[:min(len(pairs), loadBatch)]
 		pairs = pairs[len(batch):]
-		args := make([][]any, len(batch))
+		pa := make([][]any, len(batch))
 		for i, p := range batch {
-			args[i] = []any{p[0], p[1]}
+			pa[i] = []any{p[0], p[1]}
 		}
-		if err := find(r.q(ctx).Where("environment_id = ? AND (kind, key) IN ?", envID, args)); err != nil {
+		if err := find("(kind, key) IN ?", 2*len(batch), pa); err != nil {
 			return nil, err
 		}
 	}
@@ -60,7 +80,7 @@ func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) 
 			for len(values) > 0 {
 				batch := values[:min(len(values), loadBatch)]
 				values = values[len(batch):]
-				if err := find(r.q(ctx).Where("environment_id = ? AND kind = ? AND "+col+" IN ?", envID, k, batch)); err != nil {
+				if err := find("kind = ? AND "+col+" IN ?", 1+len(batch), k, batch); err != nil {
 					return nil, err
 				}
 			}
@@ -70,14 +90,21 @@ func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) 
 				// migrator's backfill) may hold any name: it is read too, and
 				// compared on the key computed from its spec. There are none
 				// once every replica writes the key.
-				if err := find(r.q(ctx).Where("environment_id = ? AND kind = ? AND display_name_key IS NULL", envID, k)); err != nil {
+				if err := find("kind = ? AND display_name_key IS NULL", 1, k); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
+
+// maxQueryArgs bounds the parameters of one query of LoadResources, far
+// under PostgreSQL's 65,535 and SQLite's 32,766.
+const maxQueryArgs = 8000
 
 // uniqueColumn is the SQL expression, indexed, that holds the compared
 // form of a unique field of a spec: the stored folded display name, the

@@ -86,10 +86,13 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 }
 
 // loadApplyState re-reads, in the apply's transaction, what the plan's
-// checks need. It locks the environment first: the applies of one
-// environment never interleave (see LockEnvironment).
+// checks need. It locks the environment first, reading the generations
+// and the policies with the lock (LockForApply): the applies of one
+// environment never interleave (see LockEnvironment). Then the resources,
+// in one query (LoadResources).
 func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan) (*applyState, error) {
-	if _, err := tx.LockEnvironment(ctx, envID); err != nil {
+	head, err := tx.LockForApply(ctx, envID, kindStrings(append(slices.Clone(p.Types), p.ReferencingTypes...)))
+	if err != nil {
 		return nil, err
 	}
 	n := newNeed()
@@ -109,9 +112,7 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan)
 	}
 	post.cur = cur
 	st := &applyState{plan: p, cur: cur, post: post, tests: map[string]configdb.ConnectionTest{}}
-	if st.gens, err = loadGenerations(ctx, tx.Reader, envID, append(slices.Clone(p.Types), p.ReferencingTypes...)); err != nil {
-		return nil, err
-	}
+	st.gens = kindGenerations(head.Generations)
 	for _, c := range p.Changes {
 		if r, activated := activatedConnection(c, cur); activated && r != nil {
 			if st.tests[r.ResourceID], err = tx.LoadConnectionTest(ctx, envID, r.ResourceID); err != nil {
@@ -119,10 +120,29 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan)
 			}
 		}
 	}
-	if st.policies, err = loadPolicies(ctx, tx.Reader, envID); err != nil {
+	if st.policies, err = policiesOf(head.Policies); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// kindGenerations are generations read by kind name.
+func kindGenerations(gens map[string]int64) map[Kind]int64 {
+	out := make(map[Kind]int64, len(gens))
+	for k, g := range gens {
+		out[Kind(k)] = g
+	}
+	return out
+}
+
+// policiesOf decodes stored policies (nil: none, the zero value).
+func policiesOf(raw configdb.JSON) (Policies, error) {
+	var p Policies
+	if raw == nil {
+		return p, nil
+	}
+	err := json.Unmarshal(raw, &p)
+	return p, err
 }
 
 // revision is what row 18 builds: the resources of the changes as they

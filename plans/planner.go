@@ -220,13 +220,13 @@ func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Docu
 	if ps.cur, err = n.load(ctx, tx.Reader, envID, true); err != nil {
 		return nil, err
 	}
-	if ps.gens, err = loadGenerations(ctx, tx.Reader, envID, append(slices.Clone(ps.planned), ps.refTypes...)); err != nil {
+	// The generations, the material and the policies: one statement.
+	head, err := tx.PlanHead(ctx, envID, kindStrings(append(slices.Clone(ps.planned), ps.refTypes...)))
+	if err != nil {
 		return nil, err
 	}
-	if ps.material, err = tx.ConfirmedMaterial(ctx, envID); err != nil {
-		return nil, err
-	}
-	if ps.policies, err = loadPolicies(ctx, tx.Reader, envID); err != nil {
+	ps.gens, ps.material = kindGenerations(head.Generations), head.Material
+	if ps.policies, err = policiesOf(head.Policies); err != nil {
 		return nil, err
 	}
 	return ps, nil

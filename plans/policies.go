@@ -168,19 +168,6 @@ func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer stri
 	return out
 }
 
-// loadPolicies returns the environment's policies.
-func loadPolicies(ctx context.Context, db configdb.Reader, envID string) (Policies, error) {
-	raw, err := db.LoadPolicies(ctx, envID)
-	if err != nil || raw == nil {
-		return Policies{}, err
-	}
-	var p Policies
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return Policies{}, err
-	}
-	return p, nil
-}
-
 // PutPolicies replaces the policies of an environment.
 func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (Policies, error) {
 	if !ValidID(PrefixEnvironment, envID) {

@@ -1,7 +1,6 @@
 package plans
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -68,19 +67,6 @@ func (st state) add(rows []configdb.Resource, canonicalize bool) {
 			st[k][r.Key] = r
 		}
 	}
-}
-
-// loadGenerations reads the generation of each of kinds.
-func loadGenerations(ctx context.Context, db configdb.Reader, envID string, kinds []Kind) (map[Kind]int64, error) {
-	gens, err := db.LoadGenerations(ctx, envID, kindStrings(kinds))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[Kind]int64, len(gens))
-	for k, g := range gens {
-		out[Kind(k)] = g
-	}
-	return out, nil
 }
 
 // postState is the configuration as it will be after a set of changes: a
