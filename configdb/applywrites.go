@@ -33,65 +33,93 @@ type ResourceDeletion struct {
 	Version   int
 }
 
+// ResourceWrites are the resource writes of an apply.
+type ResourceWrites struct {
+	Creates []Resource
+	Updates []ResourceUpdate
+	Deletes []ResourceDeletion
+}
+
 // WriteResources creates (version 1), updates (to version+1) and deletes
 // resources of envID at the transaction's time. An update or deletion
 // that finds its resource no longer at its version asks for the
 // transaction to run again.
-func (tx *Tx) WriteResources(ctx context.Context, envID string, creates []Resource, updates []ResourceUpdate, deletes []ResourceDeletion) error {
+func (tx *Tx) WriteResources(ctx context.Context, envID string, w ResourceWrites) error {
 	if tx.sqlite {
-		for _, u := range updates {
-			if err := tx.UpdateResource(ctx, envID, u.Kind, u.Key, u.Version, u.Spec, u.DisplayNameKey); err != nil {
-				return err
-			}
-		}
-		for _, d := range deletes {
-			if err := tx.DeleteResource(ctx, envID, d.Kind, d.Key, d.Version); err != nil {
-				return err
-			}
-		}
-		return tx.CreateResources(ctx, creates)
+		return tx.writeResourcesEach(ctx, envID, w)
 	}
-	if len(deletes) > 0 {
+	for _, st := range tx.resourceWrites(envID, w) {
+		if err := tx.execAll(ctx, st.what, st.n, st.sql, st.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeResourcesEach is WriteResources one resource at a time.
+func (tx *Tx) writeResourcesEach(ctx context.Context, envID string, w ResourceWrites) error {
+	for _, u := range w.Updates {
+		if err := tx.UpdateResource(ctx, envID, u.Kind, u.Key, u.Version, u.Spec, u.DisplayNameKey); err != nil {
+			return err
+		}
+	}
+	for _, d := range w.Deletes {
+		if err := tx.DeleteResource(ctx, envID, d.Kind, d.Key, d.Version); err != nil {
+			return err
+		}
+	}
+	return tx.CreateResources(ctx, w.Creates)
+}
+
+// resourceWrite is one statement of the resource writes on PostgreSQL,
+// which must change n rows.
+type resourceWrite struct {
+	what string
+	n    int
+	sql  string
+	args []any
+}
+
+// resourceWrites are the statements of w, in the order they must run:
+// deletions, updates, then creations, so that a unique value (a display
+// name) given up by one resource can be taken by another.
+func (tx *Tx) resourceWrites(envID string, w ResourceWrites) []resourceWrite {
+	var out []resourceWrite
+	if len(w.Deletes) > 0 {
 		type del struct {
 			Kind    string `json:"kind"`
 			Key     string `json:"key"`
 			Version int    `json:"version"`
 		}
-		rows := make([]del, len(deletes))
-		for i, d := range deletes {
+		rows := make([]del, len(w.Deletes))
+		for i, d := range w.Deletes {
 			rows[i] = del(d)
 		}
-		if err := tx.execAll(ctx, "delete resources", len(rows), `DELETE FROM resources r USING jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int)
-			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, mustRecords(rows), envID); err != nil {
-			return err
-		}
+		out = append(out, resourceWrite{"delete resources", len(rows), `DELETE FROM resources r USING jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int)
+			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, []any{mustRecords(rows), envID}})
 	}
-	if len(updates) > 0 {
-		rows := specRecords(len(updates), func(i int) (string, string, int, string, JSON, *string) {
-			u := updates[i]
+	if len(w.Updates) > 0 {
+		rows := specRecords(len(w.Updates), func(i int) (string, string, int, string, JSON, *string) {
+			u := w.Updates[i]
 			return u.Kind, u.Key, u.Version, "", u.Spec, u.DisplayNameKey
 		})
-		if err := tx.execAll(ctx, "update resources", len(updates), `UPDATE resources r SET spec = t.spec, display_name_key = t.display_name_key,
+		out = append(out, resourceWrite{"update resources", len(w.Updates), `UPDATE resources r SET spec = t.spec, display_name_key = t.display_name_key,
 				version = t.version + 1, updated_at = ?
 			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int, spec jsonb, display_name_key text)
-			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, tx.Now, rows, envID); err != nil {
-			return err
-		}
+			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, []any{tx.Now, rows, envID}})
 	}
-	if len(creates) > 0 {
-		rows := specRecords(len(creates), func(i int) (string, string, int, string, JSON, *string) {
-			c := creates[i]
+	if len(w.Creates) > 0 {
+		rows := specRecords(len(w.Creates), func(i int) (string, string, int, string, JSON, *string) {
+			c := w.Creates[i]
 			return c.Kind, c.Key, 1, c.ResourceID, c.Spec, c.DisplayNameKey
 		})
-		if err := tx.execAll(ctx, "create resources", len(creates), `INSERT INTO resources (environment_id, kind, key, resource_id, version, spec,
+		out = append(out, resourceWrite{"create resources", len(w.Creates), `INSERT INTO resources (environment_id, kind, key, resource_id, version, spec,
 				display_name_key, created_at, updated_at)
 			SELECT ?, t.kind, t.key, t.resource_id, 1, t.spec, t.display_name_key, ?, ?
 			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, resource_id text, spec jsonb, display_name_key text)`,
-			envID, tx.Now, tx.Now, rows); err != nil {
-			return err
-		}
+			[]any{envID, tx.Now, tx.Now, rows}})
 	}
-	return nil
+	return out
 }
 
 // execAll runs a write that must change n rows; fewer is a retry.
@@ -192,6 +220,9 @@ type ApplyRecord struct {
 	Applied AppliedPlan
 	// Event, when set, is added to the plan's history.
 	Event *PlanEventRow
+	// Writes are the apply's resource writes, written first: on
+	// PostgreSQL the last of their statements is part of the record's.
+	Writes ResourceWrites
 }
 
 // RecordApplyOutcome writes r in the transaction. recorded is false when
@@ -199,6 +230,9 @@ type ApplyRecord struct {
 // caller rolls back); pruned is how many revisions were pruned.
 func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded bool, pruned int, err error) {
 	if tx.sqlite {
+		if err := tx.writeResourcesEach(ctx, r.EnvironmentID, r.Writes); err != nil {
+			return false, 0, err
+		}
 		return tx.recordApplyOutcomeEach(ctx, r)
 	}
 	var parts []string
@@ -206,6 +240,22 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 	add := func(name, sql string, a ...any) {
 		parts = append(parts, name+" AS ("+sql+" RETURNING 1)")
 		args = append(args, a...)
+	}
+	// The resource writes run in their order; the last one is a CTE of
+	// the record: the record's CTEs touch no resource, so that running
+	// concurrently with them changes nothing, and a round trip is saved.
+	writes := tx.resourceWrites(r.EnvironmentID, r.Writes)
+	written := "SELECT 0"
+	var last resourceWrite
+	if len(writes) > 0 {
+		last, writes = writes[len(writes)-1], writes[:len(writes)-1]
+		for _, st := range writes {
+			if err := tx.execAll(ctx, st.what, st.n, st.sql, st.args...); err != nil {
+				return false, 0, err
+			}
+		}
+		add("w", last.sql, last.args...)
+		written = "SELECT count(*) FROM w"
 	}
 	if len(r.Kinds) > 0 {
 		add("g", "UPDATE type_states SET generation = generation + 1 WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))",
@@ -260,13 +310,17 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 		}
 		sql += p
 	}
-	sql += " SELECT (SELECT count(*) FROM p) AS recorded, (" + prune + ") AS pruned"
+	sql += " SELECT (SELECT count(*) FROM p) AS recorded, (" + prune + ") AS pruned, (" + written + ") AS written"
 	var out struct {
 		Recorded int
 		Pruned   int
+		Written  int
 	}
 	if err := tx.q(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
 		return false, 0, err
+	}
+	if out.Written != last.n {
+		return false, 0, ErrRetry(fmt.Sprintf("%s: %d of %d rows at their version", last.what, out.Written, last.n))
 	}
 	return out.Recorded > 0, out.Pruned, nil
 }

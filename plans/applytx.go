@@ -53,14 +53,13 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 			return nil, err
 		}
 	}
-	kinds, err := s.write(ctx, tx, a, p, st.cur, out)
-	if err != nil {
-		return nil, err
-	}
+	writes, kinds := resourceWrites(a, p, st.cur, out)
 	if token == "" {
-		return out, nil
+		return out, tx.WriteResources(ctx, a.EnvironmentID, writes)
 	}
-	rec := configdb.ApplyRecord{EnvironmentID: a.EnvironmentID, Kinds: kinds, Keep: s.cfg.RevisionLimit, Plan: p.key(), Token: token}
+	// The writes go with the record (RecordApplyOutcome).
+	rec := configdb.ApplyRecord{EnvironmentID: a.EnvironmentID, Kinds: kinds, Keep: s.cfg.RevisionLimit, Plan: p.key(), Token: token,
+		Writes: writes}
 	if len(rev.resources) > 0 {
 		id := NewID(PrefixRevision)
 		out.revisionID = &id
@@ -188,9 +187,9 @@ func buildRevision(p *Plan, cur state) (*revision, error) {
 	return rev, nil
 }
 
-// write writes every change, and returns the written kinds, whose
-// generations (and the environment's) the apply's record moves.
-func (s *Service) write(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, cur state, out *applied) ([]string, error) {
+// resourceWrites are the writes of every change, and the written kinds,
+// whose generations (and the environment's) the apply's record moves.
+func resourceWrites(a Actor, p *Plan, cur state, out *applied) (configdb.ResourceWrites, []string) {
 	var creates []configdb.Resource
 	var updates []configdb.ResourceUpdate
 	var deletes []configdb.ResourceDeletion
@@ -222,15 +221,12 @@ func (s *Service) write(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, 
 		}
 		written[c.Kind] = true
 	}
-	if err := tx.WriteResources(ctx, a.EnvironmentID, creates, updates, deletes); err != nil {
-		return nil, err
-	}
 	kinds := make([]string, 0, len(written))
 	for k := range written {
 		kinds = append(kinds, string(k))
 	}
 	slices.Sort(kinds)
-	return kinds, nil
+	return configdb.ResourceWrites{Creates: creates, Updates: updates, Deletes: deletes}, kinds
 }
 
 // applyLogs are the management log's entries of an apply: config.applied
