@@ -3,6 +3,7 @@ package configdb
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"gorm.io/gorm"
 )
@@ -66,90 +67,127 @@ type Head struct {
 }
 
 // LockForApply locks the environment as LockEnvironment does and reads the
-// generations of kinds and the environment's policies: on PostgreSQL in
-// the same statement, one round trip instead of three. Under REPEATABLE
-// READ every part reads the transaction's snapshot, taken as the statement
-// starts, whatever the order PostgreSQL evaluates them in; a lock that
-// waited for another apply's commit fails the statement with a
-// serialization error, as LockEnvironment does. An environment that does
-// not exist is gorm.ErrRecordNotFound, as with LockEnvironment. The table
-// is named as GORM names it ("environments" ... FOR), so that the lock reads
-// as the same statement in pg_stat_activity.
-func (tx *Tx) LockForApply(ctx context.Context, envID string, kinds []string) (Head, error) {
-	return tx.readHead(ctx, envID, kinds, true)
+// generations of kinds, the environment's policies and the resources sel
+// names (as LoadResources): on PostgreSQL in the same statement, one round
+// trip instead of four. Under REPEATABLE READ every part reads the
+// transaction's snapshot, taken as the statement starts, whatever the
+// order PostgreSQL evaluates them in; a lock that waited for another
+// apply's commit fails the statement with a serialization error, as
+// LockEnvironment does. An environment that does not exist is
+// gorm.ErrRecordNotFound, as with LockEnvironment. The table is named as
+// GORM names it ("environments" ... FOR), so that the lock reads as the
+// same statement in pg_stat_activity.
+func (tx *Tx) LockForApply(ctx context.Context, envID string, kinds []string, sel Selection) (Head, []Resource, error) {
+	return tx.readHead(ctx, envID, kinds, sel, true)
 }
 
-// PlanHead reads the generations of kinds, the confirmed OIDC material and
-// the policies that planning needs, on PostgreSQL in one statement.
-func (tx *Tx) PlanHead(ctx context.Context, envID string, kinds []string) (Head, error) {
-	return tx.readHead(ctx, envID, kinds, false)
+// PlanHead reads the generations of kinds, the confirmed OIDC material,
+// the policies and the resources sel names that planning needs, on
+// PostgreSQL in one statement.
+func (tx *Tx) PlanHead(ctx context.Context, envID string, kinds []string, sel Selection) (Head, []Resource, error) {
+	return tx.readHead(ctx, envID, kinds, sel, false)
 }
 
-// readHead is LockForApply (forApply) or PlanHead.
-func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, forApply bool) (Head, error) {
+// readHead is LockForApply (forApply) or PlanHead. The head is a row of
+// its own beside the resources' rows (a full join on false), so that its
+// values are not repeated on every resource.
+func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Selection, forApply bool) (Head, []Resource, error) {
 	if tx.sqlite {
-		return tx.readHeadEach(ctx, envID, kinds, forApply)
+		return tx.readHeadEach(ctx, envID, kinds, sel, forApply)
 	}
 	if kinds == nil {
 		kinds = []string{} // a JSON array, not null
 	}
-	var row struct {
-		Locked      int
-		Generations JSON
-		Policies    JSON
-		Material    JSON
+	qs, err := tx.resourceQueries(envID, sel)
+	if err != nil {
+		return Head{}, nil, err
 	}
-	sql := `SELECT (SELECT jsonb_object_agg(kind, generation) FROM type_states
+	sql := `h AS (SELECT true AS head, (SELECT jsonb_object_agg(kind, generation) FROM type_states
 				WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))) AS generations,
 			(SELECT policies FROM environment_policies WHERE environment_id = ?) AS policies`
 	args := []any{envID, mustRecords(kinds), envID}
 	if forApply {
-		sql = `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE) ` + sql + `, (SELECT count(*) FROM l) AS locked`
+		sql = `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE), ` + sql + `, (SELECT count(*) FROM l) AS locked)`
 		args = append([]any{envID}, args...)
 	} else {
-		sql += `, (SELECT jsonb_object_agg(connection_id, material_hash) FROM connection_materials WHERE environment_id = ?) AS material`
+		sql = `WITH ` + sql + `, (SELECT jsonb_object_agg(connection_id, material_hash) FROM connection_materials WHERE environment_id = ?) AS material)`
 		args = append(args, envID)
 	}
-	if err := tx.q(ctx).Raw(sql, args...).Scan(&row).Error; err != nil {
-		return Head{}, err
+	if len(qs) > 0 {
+		sql += ` SELECT h.*, r.* FROM (` + qs[0].sql + `) AS r FULL JOIN h ON false`
+		args = append(args, qs[0].args...)
+		qs = qs[1:]
+	} else {
+		sql += ` SELECT h.* FROM h`
 	}
+	var rows []struct {
+		Head        bool
+		Locked      int
+		Generations JSON
+		Policies    JSON
+		Material    JSON
+		Resource    `gorm:"embedded"`
+	}
+	if err := tx.q(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
+		return Head{}, nil, err
+	}
+	head, resources := -1, make([]Resource, 0, len(rows))
+	for i, r := range rows {
+		if r.Head {
+			head = i
+		} else {
+			resources = append(resources, r.Resource)
+		}
+	}
+	if head < 0 {
+		return Head{}, nil, fmt.Errorf("the head of environment %s: no row", envID)
+	}
+	row := rows[head]
 	if forApply && row.Locked == 0 {
-		return Head{}, gorm.ErrRecordNotFound
+		return Head{}, nil, gorm.ErrRecordNotFound
 	}
-	head := Head{Generations: map[string]int64{}, Policies: row.Policies}
+	more, err := tx.runResourceQueries(ctx, qs)
+	if err != nil {
+		return Head{}, nil, err
+	}
+	resources = append(resources, more...)
+	h := Head{Generations: map[string]int64{}, Policies: row.Policies}
 	if row.Generations != nil {
-		if err := json.Unmarshal(row.Generations, &head.Generations); err != nil {
-			return Head{}, err
+		if err := json.Unmarshal(row.Generations, &h.Generations); err != nil {
+			return Head{}, nil, err
 		}
 	}
 	if !forApply {
-		head.Material = map[string]string{}
+		h.Material = map[string]string{}
 		if row.Material != nil {
-			if err := json.Unmarshal(row.Material, &head.Material); err != nil {
-				return Head{}, err
+			if err := json.Unmarshal(row.Material, &h.Material); err != nil {
+				return Head{}, nil, err
 			}
 		}
 	}
-	return head, nil
+	return h, resources, nil
 }
 
 // readHeadEach is readHead one statement at a time, for SQLite.
-func (tx *Tx) readHeadEach(ctx context.Context, envID string, kinds []string, forApply bool) (head Head, err error) {
+func (tx *Tx) readHeadEach(ctx context.Context, envID string, kinds []string, sel Selection, forApply bool) (head Head, resources []Resource, err error) {
 	if forApply {
 		if _, err := tx.LockEnvironment(ctx, envID); err != nil {
-			return Head{}, err
+			return Head{}, nil, err
 		}
 	}
+	if resources, err = tx.LoadResources(ctx, envID, sel); err != nil {
+		return Head{}, nil, err
+	}
 	if head.Generations, err = tx.LoadGenerations(ctx, envID, kinds); err != nil {
-		return Head{}, err
+		return Head{}, nil, err
 	}
 	if !forApply {
 		if head.Material, err = tx.ConfirmedMaterial(ctx, envID); err != nil {
-			return Head{}, err
+			return Head{}, nil, err
 		}
 	}
 	if head.Policies, err = tx.LoadPolicies(ctx, envID); err != nil {
-		return Head{}, err
+		return Head{}, nil, err
 	}
-	return head, nil
+	return head, resources, nil
 }

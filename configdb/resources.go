@@ -29,36 +29,54 @@ const loadBatch = 500
 // parts of the selection are one query (UNION ALL), one round trip, unless
 // they name more values than maxQueryArgs.
 func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) ([]Resource, error) {
+	qs, err := r.resourceQueries(envID, sel)
+	if err != nil {
+		return nil, err
+	}
+	return r.runResourceQueries(ctx, qs)
+}
+
+// runResourceQueries runs queries of resources.
+func (r Reader) runResourceQueries(ctx context.Context, qs []query) ([]Resource, error) {
 	var out []Resource
-	var parts []string
-	var args []any
-	flush := func() error {
-		if len(parts) == 0 {
-			return nil
-		}
+	for _, q := range qs {
 		var rows []Resource
-		if err := r.q(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Find(&rows).Error; err != nil {
-			return interpretError(err)
+		if err := r.q(ctx).Raw(q.sql, q.args...).Find(&rows).Error; err != nil {
+			return nil, interpretError(err)
 		}
 		out = append(out, rows...)
-		parts, args = parts[:0], args[:0]
-		return nil
+	}
+	return out, nil
+}
+
+// query is a statement and its parameters.
+type query struct {
+	sql  string
+	args []any
+}
+
+// resourceQueries are the queries of the resources sel names: one, unless
+// they name more values than maxQueryArgs.
+func (r Reader) resourceQueries(envID string, sel Selection) ([]query, error) {
+	var out []query
+	var parts []string
+	var args []any
+	flush := func() {
+		if len(parts) > 0 {
+			out = append(out, query{strings.Join(parts, " UNION ALL "), args})
+			parts, args = nil, nil
+		}
 	}
 	// find adds a part of n+1 parameters.
-	find := func(cond string, n int, a ...any) error {
+	find := func(cond string, n int, a ...any) {
 		if len(args)+n+1 > maxQueryArgs {
-			if err := flush(); err != nil {
-				return err
-			}
+			flush()
 		}
 		parts = append(parts, "SELECT * FROM resources WHERE environment_id = ? AND "+cond)
 		args = append(append(args, envID), a...)
-		return nil
 	}
 	for _, k := range sel.Kinds {
-		if err := find("kind = ?", 1, k); err != nil {
-			return nil, err
-		}
+		find("kind = ?", 1, k)
 	}
 	for pairs := sel.Keys; len(pairs) > 0; {
 		batch := pairs[:min(len(pairs), loadBatch)]
@@ -67,9 +85,7 @@ func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) 
 		for i, p := range batch {
 			pa[i] = []any{p[0], p[1]}
 		}
-		if err := find("(kind, key) IN ?", 2*len(batch), pa); err != nil {
-			return nil, err
-		}
+		find("(kind, key) IN ?", 2*len(batch), pa)
 	}
 	for k, fields := range sel.Unique {
 		for field, values := range fields {
@@ -80,9 +96,7 @@ func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) 
 			for len(values) > 0 {
 				batch := values[:min(len(values), loadBatch)]
 				values = values[len(batch):]
-				if err := find("kind = ? AND "+col+" IN ?", 1+len(batch), k, batch); err != nil {
-					return nil, err
-				}
+				find("kind = ? AND "+col+" IN ?", 1+len(batch), k, batch)
 			}
 			if field == "display_name" {
 				// A row without its key (written by a replica of the release
@@ -90,15 +104,11 @@ func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) 
 				// migrator's backfill) may hold any name: it is read too, and
 				// compared on the key computed from its spec. There are none
 				// once every replica writes the key.
-				if err := find("kind = ? AND display_name_key IS NULL", 1, k); err != nil {
-					return nil, err
-				}
+				find("kind = ? AND display_name_key IS NULL", 1, k)
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
+	flush()
 	return out, nil
 }
 

@@ -85,15 +85,10 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 }
 
 // loadApplyState re-reads, in the apply's transaction, what the plan's
-// checks need. It locks the environment first, reading the generations
-// and the policies with the lock (LockForApply): the applies of one
-// environment never interleave (see LockEnvironment). Then the resources,
-// in one query (LoadResources).
+// checks need. It locks the environment, reading the resources the plan
+// needs, the generations and the policies with the lock (LockForApply):
+// the applies of one environment never interleave (see LockEnvironment).
 func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan) (*applyState, error) {
-	head, err := tx.LockForApply(ctx, envID, kindStrings(append(slices.Clone(p.Types), p.ReferencingTypes...)))
-	if err != nil {
-		return nil, err
-	}
 	n := newNeed()
 	post := &postState{specs: map[string]json.RawMessage{}}
 	for _, c := range p.Changes {
@@ -105,10 +100,11 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan)
 		n.resource(c.Kind, c.Key, c.Spec)
 		post.specs[resourceRef(c.Kind, c.Key)] = c.Spec
 	}
-	cur, err := n.load(ctx, tx.Reader, envID, false)
+	head, rows, err := tx.LockForApply(ctx, envID, kindStrings(append(slices.Clone(p.Types), p.ReferencingTypes...)), n.selection())
 	if err != nil {
 		return nil, err
 	}
+	cur := stateOf(rows, false)
 	post.cur = cur
 	st := &applyState{plan: p, cur: cur, post: post, tests: map[string]configdb.ConnectionTest{}}
 	st.gens = kindGenerations(head.Generations)

@@ -1,7 +1,6 @@
 package plans
 
 import (
-	"context"
 	"encoding/json"
 
 	"github.com/keenauth/configplans/configdb"
@@ -90,18 +89,15 @@ func (n *need) selection() configdb.Selection {
 	return sel
 }
 
-// load reads what n names. With canonicalize, every spec is re-encoded
-// canonically, which the planner needs to compare specs byte for byte; the
-// apply only decodes them.
-func (n *need) load(ctx context.Context, db configdb.Reader, envID string, canonicalize bool) (state, error) {
-	rows, err := db.LoadResources(ctx, envID, n.selection())
-	if err != nil {
-		return nil, err
-	}
+// stateOf is the state of the rows read for a need (configdb's
+// LockForApply and PlanHead read them with the rest). With canonicalize,
+// every spec is re-encoded canonically, which the planner needs to compare
+// specs byte for byte; the apply only decodes them.
+func stateOf(rows []configdb.Resource, canonicalize bool) state {
 	st := state{}
 	for _, k := range Kinds {
 		st[k.Kind] = map[string]*configdb.Resource{}
 	}
 	st.add(rows, canonicalize)
-	return st, nil
+	return st
 }

@@ -216,16 +216,13 @@ func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Docu
 			}
 		}
 	}
-	var err error
-	if ps.cur, err = n.load(ctx, tx.Reader, envID, true); err != nil {
-		return nil, err
-	}
-	// The generations, the material and the policies: one statement.
-	head, err := tx.PlanHead(ctx, envID, kindStrings(append(slices.Clone(ps.planned), ps.refTypes...)))
+	// The resources, the generations, the material and the policies: one
+	// statement.
+	head, rows, err := tx.PlanHead(ctx, envID, kindStrings(append(slices.Clone(ps.planned), ps.refTypes...)), n.selection())
 	if err != nil {
 		return nil, err
 	}
-	ps.gens, ps.material = kindGenerations(head.Generations), head.Material
+	ps.cur, ps.gens, ps.material = stateOf(rows, true), kindGenerations(head.Generations), head.Material
 	if ps.policies, err = policiesOf(head.Policies); err != nil {
 		return nil, err
 	}
