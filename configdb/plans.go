@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,16 +161,26 @@ func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow, ev PlanEventRow) err
 	if ins.Error != nil {
 		return ins.Error
 	}
-	args := ins.Vars
 	events, evArgs := eventFrom("p", ev, tx.Now)
-	n := len(args)
-	events = placeholder.ReplaceAllStringFunc(events, func(string) string { n++; return "$" + strconv.Itoa(n) })
-	args = append(args, evArgs...)
-	return tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+events, args...).Error
+	return tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)...).Error
 }
 
-// placeholder is a parameter of the statements built here.
-var placeholder = regexp.MustCompile(`\?`)
+// numbered is sql with its ? parameters numbered $after+1, $after+2, …
+// (sql holds no other question mark).
+func numbered(sql string, after int) string {
+	var b strings.Builder
+	b.Grow(len(sql) + 32)
+	for i := range len(sql) {
+		if sql[i] != '?' {
+			b.WriteByte(sql[i])
+			continue
+		}
+		after++
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(after))
+	}
+	return b.String()
+}
 
 // eventFrom is the insert of ev, at now, once for each row of the CTE
 // named from: the event of a transition is recorded if and only if the
