@@ -427,7 +427,7 @@ func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 // newPlanRow is the stored form of a computed plan.
 func newPlanRow(p *Plan) *configdb.PlanRow {
 	row := &configdb.PlanRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: p.Status, Prune: p.Prune,
-		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: mustJSON(changeRecords(p.Changes)),
+		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: appendChangeRecords(nil, p.Changes),
 		Warnings: mustJSON(p.Warnings), RequiredSecrets: mustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
 		Summary: mustJSON(p.Summary), Versions: mustJSON(p.versions), Fingerprints: mustJSON(p.fingerprints),
 		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy, RebasedFrom: p.RebasedFrom}

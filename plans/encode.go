@@ -1,0 +1,428 @@
+package plans
+
+import (
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The plan's JSON is written by hand: encoding/json validates and compacts
+// every json.RawMessage again (a 1,000-change plan holds each spec twice,
+// in the change and in its diff), and a plan answer was about a quarter of
+// an apply's CPU. The specs and diff values are spliced as they are: they
+// are canonical JSON already (canonical, or decoded and checked by
+// decodeChangeRecords). Members come in the order of the struct tags, as
+// encoding/json writes them; <, > and & are left as they are, as marshal
+// leaves them (the values are the same JSON).
+
+// AppendJSON appends the plan as JSON, as json.Marshal writes it.
+func (p *Plan) AppendJSON(b []byte) []byte {
+	if p == nil {
+		return append(b, "null"...)
+	}
+	return p.appendJSON(b, false)
+}
+
+// AppendJSON appends the preview as MarshalJSON writes it: id, expires_at
+// and created_by null, the last two after the other members.
+func (p PlanPreview) AppendJSON(b []byte) []byte {
+	if p.Plan == nil {
+		return append(b, `{"id":null,"expires_at":null,"created_by":null}`...)
+	}
+	return p.appendJSON(b, true)
+}
+
+// PlanPage is a page of plans, which appends its JSON by hand.
+type PlanPage Page[*Plan]
+
+// AppendJSON appends the page as json.Marshal writes it.
+func (pg PlanPage) AppendJSON(b []byte) []byte {
+	b = append(b, `{"data":`...)
+	if pg.Data == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, p := range pg.Data {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = p.AppendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"has_more":`...)
+	b = strconv.AppendBool(b, pg.HasMore)
+	b = append(b, `,"next_cursor":`...)
+	b = appendStringPtr(b, pg.NextCursor)
+	return append(b, '}')
+}
+
+func (p *Plan) appendJSON(b []byte, preview bool) []byte {
+	b = slices.Grow(b, p.sizeHint())
+	if preview {
+		b = append(b, `{"id":null`...)
+	} else {
+		b = append(b, `{"id":`...)
+		b = appendString(b, p.ID)
+	}
+	b = append(b, `,"object":`...)
+	b = appendString(b, p.Object)
+	b = append(b, `,"environment_id":`...)
+	b = appendString(b, p.EnvironmentID)
+	b = append(b, `,"status":`...)
+	b = appendString(b, p.Status)
+	b = append(b, `,"prune":`...)
+	b = strconv.AppendBool(b, p.Prune)
+	b = append(b, `,"types":`...)
+	b = appendKinds(b, p.Types)
+	b = append(b, `,"referencing_types":`...)
+	b = appendKinds(b, p.ReferencingTypes)
+	b = append(b, `,"changes":`...)
+	b = appendChanges(b, p.Changes, false)
+	b = append(b, `,"warnings":`...)
+	b = appendWarnings(b, p.Warnings)
+	b = append(b, `,"required_secrets":`...)
+	b = appendStrings(b, p.RequiredSecrets)
+	b = append(b, `,"requires_sp_host":`...)
+	b = strconv.AppendBool(b, p.RequiresSPHost)
+	b = append(b, `,"summary":`...)
+	b = p.Summary.appendJSON(b)
+	b = append(b, `,"created_at":`...)
+	b = p.CreatedAt.appendJSON(b)
+	if !preview {
+		b = append(b, `,"expires_at":`...)
+		b = p.ExpiresAt.appendJSON(b)
+	}
+	b = append(b, `,"applied_at":`...)
+	if p.AppliedAt == nil {
+		b = append(b, "null"...)
+	} else {
+		b = p.AppliedAt.appendJSON(b)
+	}
+	b = append(b, `,"revision_id":`...)
+	b = appendStringPtr(b, p.RevisionID)
+	if !preview {
+		b = append(b, `,"created_by":`...)
+		b = appendString(b, p.CreatedBy)
+	}
+	b = append(b, `,"rebased_from":`...)
+	b = appendStringPtr(b, p.RebasedFrom)
+	b = append(b, `,"moved":`...)
+	b = p.Moved.appendJSON(b)
+	if preview {
+		b = append(b, `,"expires_at":null,"created_by":null`...)
+	}
+	return append(b, '}')
+}
+
+// sizeHint is about the size of the plan's JSON, so that it is appended
+// without growing the buffer again and again.
+func (p *Plan) sizeHint() int {
+	n := 1024 + 256*len(p.Warnings)
+	for i := range p.Changes {
+		n += p.Changes[i].sizeHint()
+	}
+	for i := range p.Moved {
+		n += 128 + diffSizeHint(p.Moved[i].Diff)
+	}
+	return n
+}
+
+func (c *Change) sizeHint() int {
+	return 192 + len(c.Key) + len(c.Spec) + diffSizeHint(c.Diff)
+}
+
+func diffSizeHint(ops []DiffOp) int {
+	n := 0
+	for i := range ops {
+		n += 48 + len(ops[i].Path) + len(ops[i].Old) + len(ops[i].Value)
+	}
+	return n
+}
+
+// appendChangeRecords appends the changes as they are stored: the records
+// of changeRecords, as marshal writes them.
+func appendChangeRecords(b []byte, cs []Change) []byte {
+	if cs == nil {
+		// changeRecords makes an empty slice of a nil one.
+		return append(b, "[]"...)
+	}
+	n := 2
+	for i := range cs {
+		n += cs[i].sizeHint()
+	}
+	return appendChanges(slices.Grow(b, n), cs, true)
+}
+
+// appendChanges appends the changes as a plan shows them, or as they are
+// stored (records: with writes_material and keeps_material).
+func appendChanges(b []byte, cs []Change, records bool) []byte {
+	if cs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range cs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = cs[i].appendJSON(b, records)
+	}
+	return append(b, ']')
+}
+
+func (c *Change) appendJSON(b []byte, record bool) []byte {
+	b = append(b, `{"kind":`...)
+	b = appendString(b, string(c.Kind))
+	b = append(b, `,"key":`...)
+	b = appendString(b, c.Key)
+	b = append(b, `,"action":`...)
+	b = appendString(b, c.Action)
+	b = append(b, `,"base_version":`...)
+	b = appendIntPtr(b, c.BaseVersion)
+	b = append(b, `,"spec":`...)
+	b = appendRaw(b, c.Spec)
+	b = append(b, `,"diff":`...)
+	b = appendDiff(b, c.Diff)
+	b = append(b, `,"requires_secret":`...)
+	b = strconv.AppendBool(b, c.RequiresSecret)
+	if c.SecretRef != "" {
+		b = append(b, `,"secret_ref":`...)
+		b = appendString(b, c.SecretRef)
+	}
+	if len(c.ResourceID) > 0 {
+		b = append(b, `,"resource_id":`...)
+		b = append(b, c.ResourceID...)
+	}
+	if record {
+		if c.WritesMaterial {
+			b = append(b, `,"writes_material":true`...)
+		}
+		if c.KeepsMaterial {
+			b = append(b, `,"keeps_material":true`...)
+		}
+	}
+	return append(b, '}')
+}
+
+// appendDiff appends the operations as DiffOp.MarshalJSON writes each.
+func appendDiff(b []byte, ops []DiffOp) []byte {
+	if ops == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range ops {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = ops[i].appendJSON(b)
+	}
+	return append(b, ']')
+}
+
+// appendJSON mirrors DiffOp.MarshalJSON: {op, path, value} for an add,
+// {op, path, old} for a remove, {op, path, old, value} otherwise; old is
+// left out when it was never recorded, value is null when empty.
+func (d *DiffOp) appendJSON(b []byte) []byte {
+	b = append(b, `{"op":`...)
+	b = appendString(b, d.Op)
+	b = append(b, `,"path":`...)
+	b = appendString(b, d.Path)
+	if d.Op != "add" && len(d.Old) > 0 {
+		b = append(b, `,"old":`...)
+		b = append(b, d.Old...)
+	}
+	if d.Op != "remove" {
+		b = append(b, `,"value":`...)
+		b = appendRaw(b, d.Value)
+	}
+	return append(b, '}')
+}
+
+func (l MovedList) appendJSON(b []byte) []byte {
+	if len(l) == 0 {
+		return append(b, "[]"...)
+	}
+	b = append(b, '[')
+	for i := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = l[i].appendJSON(b)
+	}
+	return append(b, ']')
+}
+
+// appendJSON mirrors Moved.MarshalJSON.
+func (m *Moved) appendJSON(b []byte) []byte {
+	b = append(b, `{"kind":`...)
+	b = appendString(b, string(m.Kind))
+	if m.Key == nil {
+		b = append(b, `,"key":null,"code":`...)
+		b = appendString(b, string(m.Code))
+		return append(b, '}')
+	}
+	b = append(b, `,"key":`...)
+	b = appendString(b, *m.Key)
+	b = append(b, `,"version_then":`...)
+	b = appendIntPtr(b, m.VersionThen)
+	b = append(b, `,"version_now":`...)
+	b = appendIntPtr(b, m.VersionNow)
+	b = append(b, `,"diff":`...)
+	if m.Diff == nil {
+		b = append(b, "[]"...)
+	} else {
+		b = appendDiff(b, m.Diff)
+	}
+	return append(b, '}')
+}
+
+func appendWarnings(b []byte, ws []Warning) []byte {
+	if ws == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, w := range ws {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"code":`...)
+		b = appendString(b, string(w.Code))
+		b = append(b, `,"target":`...)
+		b = appendString(b, w.Target)
+		b = append(b, `,"pointer":`...)
+		b = appendString(b, w.Pointer)
+		b = append(b, `,"detail":`...)
+		b = appendString(b, w.Detail)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+func (s Summary) appendJSON(b []byte) []byte {
+	b = append(b, `{"create":`...)
+	b = strconv.AppendInt(b, int64(s.Create), 10)
+	b = append(b, `,"update":`...)
+	b = strconv.AppendInt(b, int64(s.Update), 10)
+	b = append(b, `,"delete":`...)
+	b = strconv.AppendInt(b, int64(s.Delete), 10)
+	b = append(b, `,"no_op":`...)
+	b = strconv.AppendInt(b, int64(s.NoOp), 10)
+	return append(b, '}')
+}
+
+// appendJSON appends the time as MarshalJSON writes it.
+func (t Time) appendJSON(b []byte) []byte {
+	b = append(b, '"')
+	b = time.Time(t).UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	return append(b, '"')
+}
+
+func appendKinds(b []byte, ks []Kind) []byte {
+	if ks == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, k := range ks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, string(k))
+	}
+	return append(b, ']')
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+func appendStringPtr(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendString(b, *s)
+}
+
+func appendIntPtr(b []byte, n *int) []byte {
+	if n == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, int64(*n), 10)
+}
+
+// appendRaw appends a JSON value held as bytes; none (nil or empty) is
+// null, as a nil json.RawMessage is written.
+func appendRaw(b, raw []byte) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string the way encoding/json writes it
+// without HTML escaping: quote, backslash and control characters escaped
+// (\b, \f, \n, \r, \t by name, others as \u00XX), each byte of invalid
+// UTF-8 as \ufffd, U+2028 and U+2029 as \u2028 and \u2029.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
