@@ -124,8 +124,9 @@ func (s *Server) getPlan(c *gin.Context) {
 }
 
 func (s *Server) listPlans(c *gin.Context) {
-	listed(s, c, plans.PrefixPlan, func(ctx context.Context, lp plans.ListParams) (plans.Page[*plans.Plan], error) {
-		return s.d.Plans.ListPlans(ctx, actor(c), c.Query("status"), lp)
+	listed(s, c, plans.PrefixPlan, func(ctx context.Context, lp plans.ListParams) (plans.PlanPage, error) {
+		pg, err := s.d.Plans.ListPlans(ctx, actor(c), c.Query("status"), lp)
+		return plans.PlanPage(pg), err
 	})
 }
 
