@@ -169,10 +169,16 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 		p.RevisionID = nil
 	}
 	var recs []changeRecord
+	if r.Changes != nil {
+		var err error
+		if recs, err = decodeChangeRecords(r.Changes); err != nil {
+			return nil, fmt.Errorf("plan %s: decode: %w", r.ID, err)
+		}
+	}
 	for _, f := range []struct {
 		src []byte
 		dst any
-	}{{r.Types, &p.Types}, {r.ReferencingTypes, &p.ReferencingTypes}, {r.Changes, &recs}, {r.Warnings, &p.Warnings},
+	}{{r.Types, &p.Types}, {r.ReferencingTypes, &p.ReferencingTypes}, {r.Warnings, &p.Warnings},
 		{r.RequiredSecrets, &p.RequiredSecrets}, {r.Summary, &p.Summary}, {r.Versions, &p.versions}, {r.Fingerprints, &p.fingerprints},
 		{r.Moved, &p.Moved}} {
 		if f.src == nil {
@@ -182,9 +188,9 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 			return nil, fmt.Errorf("plan %s: decode: %w", r.ID, err)
 		}
 	}
-	// The decoded changes are all that is used from here on: drop the
-	// stored bytes (up to 10 MiB) so they do not stay alive while the row
-	// does.
+	// The decoded changes are all that is used from here on: the row lets
+	// go of the stored bytes (up to 10 MiB); the specs and diff values are
+	// slices of them, alive as long as the plan is.
 	r.Changes = nil
 	p.Changes = make([]Change, len(recs))
 	for i, rc := range recs {
