@@ -79,7 +79,11 @@ func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 	b = append(b, `,"referencing_types":`...)
 	b = appendKinds(b, p.ReferencingTypes)
 	b = append(b, `,"changes":`...)
-	b = appendChanges(b, p.Changes, false)
+	if kept, ok := p.changesJSON.of(p.Changes); ok {
+		b = append(b, kept...)
+	} else {
+		b = appendChanges(b, p.Changes, false)
+	}
 	b = append(b, `,"warnings":`...)
 	b = appendWarnings(b, p.Warnings)
 	b = append(b, `,"required_secrets":`...)
@@ -139,6 +143,41 @@ func diffSizeHint(ops []DiffOp) int {
 		n += 48 + len(ops[i].Path) + len(ops[i].Old) + len(ops[i].Value)
 	}
 	return n
+}
+
+// changesJSON is the JSON of a plan's changes, appended once: plan creation
+// stores the changes and answers them, and both are the same bytes when no
+// change writes or keeps OIDC material (the only members a record adds).
+// It holds for the slice it was appended from (its first element and its
+// length): a plan copied with other changes appends its own.
+type changesJSON struct {
+	json  []byte
+	first *Change
+	n     int
+}
+
+// keepChangesJSON keeps records, the stored changes of p as
+// appendChangeRecords appended them, for the answer, when they are its
+// changes as the answer shows them.
+func (p *Plan) keepChangesJSON(records []byte) {
+	p.changesJSON = changesJSON{}
+	if len(p.Changes) == 0 {
+		return
+	}
+	for i := range p.Changes {
+		if p.Changes[i].WritesMaterial || p.Changes[i].KeepsMaterial {
+			return
+		}
+	}
+	p.changesJSON = changesJSON{json: records, first: &p.Changes[0], n: len(p.Changes)}
+}
+
+// of returns the JSON kept, if it was appended from cs.
+func (c changesJSON) of(cs []Change) ([]byte, bool) {
+	if c.json == nil || len(cs) != c.n || &cs[0] != c.first {
+		return nil, false
+	}
+	return c.json, true
 }
 
 // appendChangeRecords appends the changes as they are stored: the records

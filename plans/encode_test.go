@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -364,4 +365,35 @@ func BenchmarkPlanJSON(b *testing.B) {
 			appendChangeRecords(nil, p.Changes)
 		}
 	})
+}
+
+// TestPlanAnswerSplicesTheStoredChanges checks that the changes appended
+// for the stored row are answered only when they are the answer's: not
+// when a change writes or keeps material, nor for other changes.
+func TestPlanAnswerSplicesTheStoredChanges(t *testing.T) {
+	t.Parallel()
+	seed := codecSeed(t)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := range 300 {
+		p := genPlan(rng, nil)
+		fresh := *p
+		newPlanRow(p)
+		_, kept := p.changesJSON.of(p.Changes)
+		material := slices.ContainsFunc(p.Changes, func(c Change) bool { return c.WritesMaterial || c.KeepsMaterial })
+		if kept != (len(p.Changes) > 0 && !material) {
+			t.Fatalf("CODEC_SEED=%d, case %d: changes kept %v, with %d changes (material: %v)", seed, i, kept, len(p.Changes), material)
+		}
+		if got, want := p.AppendJSON(nil), fresh.AppendJSON(nil); !bytes.Equal(got, want) {
+			t.Fatalf("CODEC_SEED=%d, case %d: the answer with the stored changes\n%s\nwithout\n%s", seed, i, got, want)
+		}
+		if len(p.Changes) == 0 {
+			continue
+		}
+		other := *p
+		other.Changes = slices.Clone(p.Changes)
+		other.Changes[0].Key = "another key"
+		if got := other.AppendJSON(nil); !bytes.Contains(got, []byte(`"another key"`)) {
+			t.Fatalf("CODEC_SEED=%d, case %d: a copy with other changes answered the kept ones\n%s", seed, i, got)
+		}
+	}
 }

@@ -107,6 +107,9 @@ type Plan struct {
 	// keyFingerprint is the fingerprint of the Idempotency-Key request
 	// that claimed the plan (nil: none).
 	keyFingerprint *string
+	// changesJSON is Changes as JSON, appended once for the stored row
+	// and spliced into the answer (keepChangesJSON).
+	changesJSON changesJSON
 }
 
 // PlanPreview is the plan that plan creation would store, as a preview

@@ -424,10 +424,13 @@ func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 	}
 }
 
-// newPlanRow is the stored form of a computed plan.
+// newPlanRow is the stored form of a computed plan. The stored changes are
+// kept on p too: its answer holds the same bytes (see keepChangesJSON).
 func newPlanRow(p *Plan) *configdb.PlanRow {
+	changes := appendChangeRecords(nil, p.Changes)
+	p.keepChangesJSON(changes)
 	row := &configdb.PlanRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: p.Status, Prune: p.Prune,
-		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: appendChangeRecords(nil, p.Changes),
+		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: changes,
 		Warnings: mustJSON(p.Warnings), RequiredSecrets: mustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
 		Summary: mustJSON(p.Summary), Versions: mustJSON(p.versions), Fingerprints: mustJSON(p.fingerprints),
 		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy, RebasedFrom: p.RebasedFrom}
