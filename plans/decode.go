@@ -2,6 +2,7 @@ package plans
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 )
@@ -518,6 +519,14 @@ func (d *recordDecoder) stringEnd() (int, bool) {
 	s := d.src
 	i := d.i + 1
 	for i < len(s) {
+		// Eight bytes at a time while none of them is a quote, a
+		// backslash or a control character: most of a spec is text.
+		for i+8 <= len(s) && plainWord(binary.LittleEndian.Uint64(s[i:])) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		switch {
 		case c == '"':
@@ -549,6 +558,17 @@ func (d *recordDecoder) stringEnd() (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// plainWord tells whether none of the eight bytes of w is below 0x20, a
+// quote or a backslash (the tests of "Bit Twiddling Hacks" for a byte less
+// than n and a zero byte: exact for whether any byte matches).
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	control := (w - 0x20*ones) &^ w
+	quote := w ^ ('"' * ones)
+	backslash := w ^ ('\\' * ones)
+	return (control|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs == 0
 }
 
 func isHex(c byte) bool {

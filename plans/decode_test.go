@@ -1,9 +1,12 @@
 package plans
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -69,6 +72,14 @@ func TestDecodeChangeRecords(t *testing.T) {
 	} {
 		checkDecodeRecords(t, []byte(src))
 	}
+	// Strings read eight bytes at a time: a quote, an escape or a control
+	// character at every offset of a word.
+	for n := range 20 {
+		for _, special := range []string{`\"`, `\\`, `\n`, `\u00e9`, "\u00e9", "\x01", "\x1f", `"`, "\xff", "\u2028"} {
+			text := strings.Repeat("a", n) + special + strings.Repeat("b", 17-n%5)
+			checkDecodeRecords(t, []byte(`[{"key":"`+text+`","spec":{"`+text+`":"`+text+`"}}]`))
+		}
+	}
 }
 
 // TestDecodeChangeRecordsOfGeneratedPlans decodes the stored records of
@@ -119,4 +130,31 @@ func BenchmarkDecodeChangeRecords(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestPlainWord(t *testing.T) {
+	t.Parallel()
+	plain := func(b []byte) bool {
+		for _, c := range b {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, fill := range []byte{'a', ' ', 0x21, 0x7f, 0x80, 0xff, 0x1f, '"'} {
+		for pos := range 8 {
+			for c := range 256 {
+				b := bytes.Repeat([]byte{fill}, 8)
+				b[pos] = byte(c)
+				if rng.IntN(2) == 0 {
+					b[rng.IntN(8)] = byte(rng.IntN(256))
+				}
+				if got, want := plainWord(binary.LittleEndian.Uint64(b)), plain(b); got != want {
+					t.Fatalf("plainWord(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
 }
