@@ -355,6 +355,18 @@ func BenchmarkPlanJSON(b *testing.B) {
 			p.AppendJSON(nil)
 		}
 	})
+	b.Run("preview/json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(PlanPreview{Plan: p}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("preview/AppendJSON", func(b *testing.B) {
+		for b.Loop() {
+			PlanPreview{Plan: p}.AppendJSON(nil)
+		}
+	})
 	b.Run("records/marshal", func(b *testing.B) {
 		for b.Loop() {
 			mustJSON(changeRecords(p.Changes))
