@@ -264,7 +264,7 @@ func (s *Service) appliedRecord(tx *configdb.Tx, a Actor, p *Plan, opt ApplyOpti
 				changes[i].ResourceID = json.RawMessage(mustJSON(id))
 			}
 		}
-		rec.Changes = mustJSON(changeRecords(changes))
+		rec.Changes = appendChangeRecords(nil, changes)
 	}
 	if out.material {
 		return rec, nil

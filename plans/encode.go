@@ -4,7 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/keenauth/configplans/plans/canonjson"
 )
 
 // The plan's JSON is written by hand: encoding/json validates and compacts
@@ -64,14 +65,14 @@ func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 		b = append(b, `{"id":null`...)
 	} else {
 		b = append(b, `{"id":`...)
-		b = appendString(b, p.ID)
+		b = canonjson.AppendString(b, p.ID)
 	}
 	b = append(b, `,"object":`...)
-	b = appendString(b, p.Object)
+	b = canonjson.AppendString(b, p.Object)
 	b = append(b, `,"environment_id":`...)
-	b = appendString(b, p.EnvironmentID)
+	b = canonjson.AppendString(b, p.EnvironmentID)
 	b = append(b, `,"status":`...)
-	b = appendString(b, p.Status)
+	b = canonjson.AppendString(b, p.Status)
 	b = append(b, `,"prune":`...)
 	b = strconv.AppendBool(b, p.Prune)
 	b = append(b, `,"types":`...)
@@ -108,7 +109,7 @@ func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 	b = appendStringPtr(b, p.RevisionID)
 	if !preview {
 		b = append(b, `,"created_by":`...)
-		b = appendString(b, p.CreatedBy)
+		b = canonjson.AppendString(b, p.CreatedBy)
 	}
 	b = append(b, `,"rebased_from":`...)
 	b = appendStringPtr(b, p.RebasedFrom)
@@ -181,10 +182,10 @@ func (c changesJSON) of(cs []Change) ([]byte, bool) {
 }
 
 // appendChangeRecords appends the changes as they are stored: the records
-// of changeRecords, as marshal writes them.
+// with their internal members (changeRecord), as marshal writes them.
 func appendChangeRecords(b []byte, cs []Change) []byte {
 	if cs == nil {
-		// changeRecords makes an empty slice of a nil one.
+		// a plan without changes stores [], never null.
 		return append(b, "[]"...)
 	}
 	n := 2
@@ -212,11 +213,11 @@ func appendChanges(b []byte, cs []Change, records bool) []byte {
 
 func (c *Change) appendJSON(b []byte, record bool) []byte {
 	b = append(b, `{"kind":`...)
-	b = appendString(b, string(c.Kind))
+	b = canonjson.AppendString(b, string(c.Kind))
 	b = append(b, `,"key":`...)
-	b = appendString(b, c.Key)
+	b = canonjson.AppendString(b, c.Key)
 	b = append(b, `,"action":`...)
-	b = appendString(b, c.Action)
+	b = canonjson.AppendString(b, c.Action)
 	b = append(b, `,"base_version":`...)
 	b = appendIntPtr(b, c.BaseVersion)
 	b = append(b, `,"spec":`...)
@@ -227,7 +228,7 @@ func (c *Change) appendJSON(b []byte, record bool) []byte {
 	b = strconv.AppendBool(b, c.RequiresSecret)
 	if c.SecretRef != "" {
 		b = append(b, `,"secret_ref":`...)
-		b = appendString(b, c.SecretRef)
+		b = canonjson.AppendString(b, c.SecretRef)
 	}
 	if len(c.ResourceID) > 0 {
 		b = append(b, `,"resource_id":`...)
@@ -264,9 +265,9 @@ func appendDiff(b []byte, ops []DiffOp) []byte {
 // left out when it was never recorded, value is null when empty.
 func (d *DiffOp) appendJSON(b []byte) []byte {
 	b = append(b, `{"op":`...)
-	b = appendString(b, d.Op)
+	b = canonjson.AppendString(b, d.Op)
 	b = append(b, `,"path":`...)
-	b = appendString(b, d.Path)
+	b = canonjson.AppendString(b, d.Path)
 	if d.Op != "add" && len(d.Old) > 0 {
 		b = append(b, `,"old":`...)
 		b = append(b, d.Old...)
@@ -295,14 +296,14 @@ func (l MovedList) appendJSON(b []byte) []byte {
 // appendJSON mirrors Moved.MarshalJSON.
 func (m *Moved) appendJSON(b []byte) []byte {
 	b = append(b, `{"kind":`...)
-	b = appendString(b, string(m.Kind))
+	b = canonjson.AppendString(b, string(m.Kind))
 	if m.Key == nil {
 		b = append(b, `,"key":null,"code":`...)
-		b = appendString(b, string(m.Code))
+		b = canonjson.AppendString(b, string(m.Code))
 		return append(b, '}')
 	}
 	b = append(b, `,"key":`...)
-	b = appendString(b, *m.Key)
+	b = canonjson.AppendString(b, *m.Key)
 	b = append(b, `,"version_then":`...)
 	b = appendIntPtr(b, m.VersionThen)
 	b = append(b, `,"version_now":`...)
@@ -326,13 +327,13 @@ func appendWarnings(b []byte, ws []Warning) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"code":`...)
-		b = appendString(b, string(w.Code))
+		b = canonjson.AppendString(b, string(w.Code))
 		b = append(b, `,"target":`...)
-		b = appendString(b, w.Target)
+		b = canonjson.AppendString(b, w.Target)
 		b = append(b, `,"pointer":`...)
-		b = appendString(b, w.Pointer)
+		b = canonjson.AppendString(b, w.Pointer)
 		b = append(b, `,"detail":`...)
-		b = appendString(b, w.Detail)
+		b = canonjson.AppendString(b, w.Detail)
 		b = append(b, '}')
 	}
 	return append(b, ']')
@@ -366,7 +367,7 @@ func appendKinds(b []byte, ks []Kind) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, string(k))
+		b = canonjson.AppendString(b, string(k))
 	}
 	return append(b, ']')
 }
@@ -380,7 +381,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, s)
+		b = canonjson.AppendString(b, s)
 	}
 	return append(b, ']')
 }
@@ -389,7 +390,7 @@ func appendStringPtr(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendString(b, *s)
+	return canonjson.AppendString(b, *s)
 }
 
 func appendIntPtr(b []byte, n *int) []byte {
@@ -406,62 +407,4 @@ func appendRaw(b, raw []byte) []byte {
 		return append(b, "null"...)
 	}
 	return append(b, raw...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string the way encoding/json writes it
-// without HTML escaping: quote, backslash and control characters escaped
-// (\b, \f, \n, \r, \t by name, others as \u00XX), each byte of invalid
-// UTF-8 as \ufffd, U+2028 and U+2029 as \u2028 and \u2029.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

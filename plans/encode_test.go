@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keenauth/configplans/plans/canonjson"
 )
 
 // trickyStrings are strings the encoder must escape as encoding/json does.
@@ -316,8 +318,8 @@ func TestAppendStringAsEncodingJSON(t *testing.T) {
 	}
 	for _, s := range append(trickyStrings, string(all), "\xe2\x80", "\xe2\x80\xa8\xe2\x80\xa9x") {
 		want, _ := marshal(s)
-		if got := appendString(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("appendString(%q) = %s, want %s", s, got, want)
+		if got := canonjson.AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
 		}
 	}
 }
@@ -408,4 +410,14 @@ func TestPlanAnswerSplicesTheStoredChanges(t *testing.T) {
 			t.Fatalf("CODEC_SEED=%d, case %d: a copy with other changes answered the kept ones\n%s", seed, i, got)
 		}
 	}
+}
+
+// changeRecords is the stored form of the changes as encoding/json writes
+// it (marshal), the reference appendChangeRecords is held to.
+func changeRecords(cs []Change) []changeRecord {
+	out := make([]changeRecord, len(cs))
+	for i, c := range cs {
+		out[i] = changeRecord{Change: c, WritesMaterial: c.WritesMaterial, KeepsMaterial: c.KeepsMaterial}
+	}
+	return out
 }

@@ -227,14 +227,6 @@ func effectiveStatus(r *configdb.PlanRow, now time.Time) string {
 	return r.Status
 }
 
-func changeRecords(cs []Change) []changeRecord {
-	out := make([]changeRecord, len(cs))
-	for i, c := range cs {
-		out[i] = changeRecord{Change: c, WritesMaterial: c.WritesMaterial, KeepsMaterial: c.KeepsMaterial}
-	}
-	return out
-}
-
 // GetPlan returns a plan of the actor's environment. It needs config:read
 // and the read permission of every planned type.
 func (s *Service) GetPlan(ctx context.Context, a Actor, id string) (*Plan, error) {

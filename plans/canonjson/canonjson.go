@@ -39,25 +39,62 @@ func Append(dst, b []byte) (_ []byte, ok bool) {
 	return w.out, true
 }
 
-// AppendString appends s as a JSON string, escaped as encoding/json escapes
-// it without HTML escaping.
-func AppendString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			return appendSlowString(dst, s)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
+const hexDigits = "0123456789abcdef"
 
-func appendSlowString(dst []byte, s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+// AppendString appends s as a JSON string the way encoding/json writes it
+// without HTML escaping: quote, backslash and control characters escaped
+// (\b, \f, \n, \r, \t by name, others as \u00XX), each byte of invalid
+// UTF-8 as \ufffd, U+2028 and U+2029 as \u2028 and \u2029.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 func skipSpace(b []byte, i int) int {
@@ -376,7 +413,7 @@ func (w *writer) str(i int) (end int, content []byte, ok bool) {
 	if !ok {
 		return 0, nil, false
 	}
-	w.out = appendSlowString(w.out, s)
+	w.out = AppendString(w.out, s)
 	return end, []byte(s), true
 }
 
