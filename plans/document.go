@@ -236,6 +236,10 @@ func wrongType(ptr, want string) FieldError {
 type jsonObject struct {
 	keys []string
 	vals map[string]any
+	// raw is the object's text in the parsed input: a document that
+	// passed its strict checks (no repeated member, exact names) decodes
+	// from it into the same typed spec as from its members re-encoded.
+	raw []byte
 }
 
 func (o *jsonObject) MarshalJSON() ([]byte, error) { return json.Marshal(o.vals) }
@@ -248,7 +252,7 @@ const maxDepth = 64
 // occurrence is kept). A syntax error is reported alone, at base, with ok
 // false.
 func parseStrict(raw []byte, base string) (v any, problems []FieldError, ok bool) {
-	p := &strictParser{dec: json.NewDecoder(bytes.NewReader(raw)), base: base}
+	p := &strictParser{dec: json.NewDecoder(bytes.NewReader(raw)), raw: raw, base: base}
 	p.dec.UseNumber()
 	v, err := p.value(0)
 	if err == nil {
@@ -270,6 +274,7 @@ var errTooDeep = errors.New("nested too deeply")
 
 type strictParser struct {
 	dec  *json.Decoder
+	raw  []byte // the input
 	base string
 	path []string // the member names and indexes down to the current value
 	dups []FieldError
@@ -299,6 +304,7 @@ func (p *strictParser) value(depth int) (any, error) {
 			_, err := p.dec.Token()
 			return list, err
 		}
+		start := p.dec.InputOffset() - 1 // at the '{' just read
 		obj := &jsonObject{vals: map[string]any{}}
 		for p.dec.More() {
 			kt, err := p.dec.Token()
@@ -320,17 +326,24 @@ func (p *strictParser) value(depth int) (any, error) {
 			}
 			p.path = p.path[:len(p.path)-1]
 		}
-		_, err := p.dec.Token()
-		return obj, err
+		if _, err := p.dec.Token(); err != nil {
+			return nil, err
+		}
+		obj.raw = p.raw[start:p.dec.InputOffset():p.dec.InputOffset()]
+		return obj, nil
 	}
 	return tok, nil // string, json.Number, bool or nil
 }
 
-// unmarshalTree decodes a checked tree into a typed spec.
-func unmarshalTree(tree any, s spec) error {
-	b, err := json.Marshal(tree)
-	if err != nil {
-		return fmt.Errorf("plans: re-encode spec: %w", err)
+// unmarshalTree decodes a checked object into a typed spec, from its text
+// in the input (its members re-encoded when it has none).
+func unmarshalTree(tree *jsonObject, s spec) error {
+	b := tree.raw
+	if b == nil {
+		var err error
+		if b, err = json.Marshal(tree); err != nil {
+			return fmt.Errorf("plans: re-encode spec: %w", err)
+		}
 	}
 	if err := json.Unmarshal(b, s); err != nil {
 		return fmt.Errorf("plans: decode checked spec: %w", err)
@@ -363,11 +376,7 @@ func decodeObject[T any](raw []byte, v *T) error {
 	if len(bad) > 0 {
 		return badRequest(bad)
 	}
-	b, err := json.Marshal(tree)
-	if err == nil {
-		err = json.Unmarshal(b, v)
-	}
-	if err != nil {
+	if err := json.Unmarshal(tree.(*jsonObject).raw, v); err != nil {
 		return fmt.Errorf("plans: decode checked %T: %w", v, err)
 	}
 	return nil

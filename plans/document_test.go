@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/keenauth/configplans/plans/displayname"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -570,4 +571,43 @@ func FuzzUniqueValuesAgreeWithTheDecoder(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A spec is decoded from its text in the document: the same typed spec as
+// from its parsed members encoded again, whatever the spacing, escapes and
+// number forms of the text.
+func TestSpecDecodedFromItsTextAsFromItsMembers(t *testing.T) {
+	cases := []struct {
+		kind Kind
+		text string
+	}{
+		{KindAPI, ` { "identifier" : "https://api.example/o\u0072ders" ,"display_name":"Orders \"v2\" <b>&amp;</b>",
+			"scopes":[ {"value":"read:orders","description":"R\u00e9ad\n\ttab"} ], "token_lifetime_seconds" : 3600 } `},
+		{KindRole, "{\"display_name\":\"\u00c9quipe \u2028 line\",\"permissions\":[{\"api\":\"orders\",\"scope\":\"read:orders\"}]}"},
+		{KindConnection, `{"type":"enterprise","display_name":"ACME","active":false,"oidc":{"issuer":"https://idp.example","client_id":"a\/b","scopes":["openid"]}}`},
+		{KindEnvironmentSettings, `{"display_name":"Shop","default_locale":"en","session_lifetime_hours":72}`},
+		{KindApplication, `{"display_name":"Portal","type":"regular_web","callback_urls":["https://p.example/cb"],"connections":[],"api_grants":[]}`},
+	}
+	for _, c := range cases {
+		tree, bad, ok := parseStrict([]byte(c.text), "")
+		if !ok || len(bad) > 0 {
+			t.Fatalf("%s: parse: %v", c.text, bad)
+		}
+		obj := tree.(*jsonObject)
+		if strings.TrimSpace(c.text) != string(obj.raw) {
+			t.Errorf("raw = %s, want the object's text", obj.raw)
+		}
+		fromText, _ := newSpec(c.kind)
+		if err := unmarshalTree(obj, fromText); err != nil {
+			t.Fatal(err)
+		}
+		fromMembers, _ := newSpec(c.kind)
+		obj.raw = nil
+		if err := unmarshalTree(obj, fromMembers); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fromText, fromMembers) {
+			t.Errorf("%s: from the text %+v, from the members %+v", c.kind, fromText, fromMembers)
+		}
+	}
 }

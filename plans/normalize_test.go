@@ -27,7 +27,7 @@ func NormalizeSpec(kind Kind, raw json.RawMessage) (json.RawMessage, error) {
 	if len(bad) > 0 {
 		return nil, badRequest(bad)
 	}
-	if err := unmarshalTree(tree, s); err != nil {
+	if err := unmarshalTree(tree.(*jsonObject), s); err != nil {
 		return nil, err
 	}
 	canon, problems := checkSpec(s, "")
