@@ -316,7 +316,7 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 		Pruned   int
 		Written  int
 	}
-	if err := tx.q(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
+	if err := scanRaw(tx.q(ctx).Raw(sql, args...), &out); err != nil {
 		return false, 0, err
 	}
 	if out.Written != last.n {

@@ -128,7 +128,7 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 		Material    JSON
 		Resource    `gorm:"embedded"`
 	}
-	if err := tx.q(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
+	if err := scanRaw(tx.q(ctx).Raw(sql, args...), &rows); err != nil {
 		return Head{}, nil, err
 	}
 	head, resources := -1, make([]Resource, 0, len(rows))
