@@ -1,18 +1,18 @@
 package plans
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/keenauth/configplans/plans/canonjson"
 )
 
 // Entry is one resource of a document. Spec is the normalised canonical JSON
@@ -250,15 +250,14 @@ const maxDepth = 64
 // parseStrict decodes JSON into *jsonObject, []any, string, json.Number,
 // bool and nil values, reporting every duplicate object key (the first
 // occurrence is kept). A syntax error is reported alone, at base, with ok
-// false.
+// false. It reads the bytes by canonjson's scanner, which accepts exactly
+// what encoding/json accepts (parseStrictByTokens, the encoding/json
+// Decoder's tokens, is the reference it is tested against).
 func parseStrict(raw []byte, base string) (v any, problems []FieldError, ok bool) {
-	p := &strictParser{dec: json.NewDecoder(bytes.NewReader(raw)), raw: raw, base: base}
-	p.dec.UseNumber()
-	v, err := p.value(0)
-	if err == nil {
-		if _, extra := p.dec.Token(); extra != io.EOF {
-			err = errors.New("unexpected data after the JSON value")
-		}
+	p := &strictParser{raw: raw, base: base}
+	v, i, err := p.value(canonjson.SkipSpace(raw, 0), 0)
+	if err == nil && canonjson.SkipSpace(raw, i) != len(raw) {
+		err = errNotJSON
 	}
 	if err != nil {
 		detail := "The value is not valid JSON."
@@ -270,69 +269,143 @@ func parseStrict(raw []byte, base string) (v any, problems []FieldError, ok bool
 	return v, p.dups, true
 }
 
-var errTooDeep = errors.New("nested too deeply")
+var (
+	errTooDeep = errors.New("nested too deeply")
+	errNotJSON = errors.New("not valid JSON")
+)
 
 type strictParser struct {
-	dec  *json.Decoder
 	raw  []byte // the input
 	base string
 	path []string // the member names and indexes down to the current value
 	dups []FieldError
 }
 
-func (p *strictParser) value(depth int) (any, error) {
-	tok, err := p.dec.Token()
-	if err != nil {
-		return nil, err
+// value reads the value at raw[i] (no space before it) and returns it with
+// the index after it.
+func (p *strictParser) value(i, depth int) (any, int, error) {
+	b := p.raw
+	if i >= len(b) {
+		return nil, 0, errNotJSON
 	}
-	switch t := tok.(type) {
-	case json.Delim:
+	switch c := b[i]; {
+	case c == '{' || c == '[':
 		if depth >= maxDepth {
-			return nil, errTooDeep
+			return nil, 0, errTooDeep
 		}
-		if t == '[' {
-			list := []any{}
-			for p.dec.More() {
-				p.path = append(p.path, strconv.Itoa(len(list)))
-				v, err := p.value(depth + 1)
-				p.path = p.path[:len(p.path)-1]
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, v)
-			}
-			_, err := p.dec.Token()
-			return list, err
+		if c == '[' {
+			return p.array(i, depth)
 		}
-		start := p.dec.InputOffset() - 1 // at the '{' just read
-		obj := &jsonObject{vals: map[string]any{}}
-		for p.dec.More() {
-			kt, err := p.dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			key, _ := kt.(string)
-			p.path = append(p.path, key)
-			v, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			if _, dup := obj.vals[key]; dup {
-				p.dups = append(p.dups, FieldError{Pointer: p.base + Pointer(p.path...), Code: CodeMalformedRequest,
-					Detail: "This member is repeated in its object."})
-			} else {
-				obj.keys = append(obj.keys, key)
-				obj.vals[key] = v
-			}
-			p.path = p.path[:len(p.path)-1]
+		return p.object(i, depth)
+	case c == '"':
+		s, end, err := p.str(i)
+		return s, end, err
+	case c == 't' || c == 'f' || c == 'n':
+		end, ok := canonjson.ScanLiteral(b, i)
+		if !ok {
+			return nil, 0, errNotJSON
 		}
-		if _, err := p.dec.Token(); err != nil {
-			return nil, err
+		switch b[i] {
+		case 't':
+			return true, end, nil
+		case 'f':
+			return false, end, nil
 		}
-		obj.raw = p.raw[start:p.dec.InputOffset():p.dec.InputOffset()]
-		return obj, nil
+		return nil, end, nil
+	default:
+		end, ok := canonjson.ScanNumber(b, i)
+		if !ok {
+			return nil, 0, errNotJSON
+		}
+		return json.Number(b[i:end]), end, nil
 	}
-	return tok, nil // string, json.Number, bool or nil
+}
+
+func (p *strictParser) str(i int) (string, int, error) {
+	end, plain, ok := canonjson.ScanString(p.raw, i)
+	if !ok {
+		return "", 0, errNotJSON
+	}
+	if plain {
+		return string(p.raw[i+1 : end-1]), end, nil
+	}
+	s, ok := canonjson.DecodeString(p.raw[i:end])
+	if !ok {
+		return "", 0, errNotJSON
+	}
+	return s, end, nil
+}
+
+func (p *strictParser) array(i, depth int) (any, int, error) {
+	b := p.raw
+	list := []any{}
+	i = canonjson.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return list, i + 1, nil
+	}
+	for {
+		p.path = append(p.path, strconv.Itoa(len(list)))
+		v, end, err := p.value(i, depth+1)
+		p.path = p.path[:len(p.path)-1]
+		if err != nil {
+			return nil, 0, err
+		}
+		list = append(list, v)
+		i = canonjson.SkipSpace(b, end)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = canonjson.SkipSpace(b, i+1)
+		case i < len(b) && b[i] == ']':
+			return list, i + 1, nil
+		default:
+			return nil, 0, errNotJSON
+		}
+	}
+}
+
+func (p *strictParser) object(start, depth int) (any, int, error) {
+	b := p.raw
+	obj := &jsonObject{vals: map[string]any{}}
+	i := canonjson.SkipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		obj.raw = b[start : i+1 : i+1]
+		return obj, i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, 0, errNotJSON
+		}
+		key, end, err := p.str(i)
+		if err != nil {
+			return nil, 0, err
+		}
+		if i = canonjson.SkipSpace(b, end); i >= len(b) || b[i] != ':' {
+			return nil, 0, errNotJSON
+		}
+		p.path = append(p.path, key)
+		v, end, err := p.value(canonjson.SkipSpace(b, i+1), depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, dup := obj.vals[key]; dup {
+			p.dups = append(p.dups, FieldError{Pointer: p.base + Pointer(p.path...), Code: CodeMalformedRequest,
+				Detail: "This member is repeated in its object."})
+		} else {
+			obj.keys = append(obj.keys, key)
+			obj.vals[key] = v
+		}
+		p.path = p.path[:len(p.path)-1]
+		i = canonjson.SkipSpace(b, end)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = canonjson.SkipSpace(b, i+1)
+		case i < len(b) && b[i] == '}':
+			obj.raw = b[start : i+1 : i+1]
+			return obj, i + 1, nil
+		default:
+			return nil, 0, errNotJSON
+		}
+	}
 }
 
 // unmarshalTree decodes a checked object into a typed spec, from its text

@@ -499,3 +499,29 @@ func PrefixLen(b []byte) int {
 	}
 	return end
 }
+
+// The scanner's steps, for a parser of the service's own that builds values
+// (plans' strict document parser): each reads one token of valid JSON at
+// b[i] and returns where it ends, ok false for anything else.
+
+// SkipSpace returns the first index at or after i that is not JSON
+// whitespace.
+func SkipSpace(b []byte, i int) int { return skipSpace(b, i) }
+
+// ScanString reads the string token at b[i] (a '"'). plain reports that
+// the bytes between its quotes are its content as they are; a token that
+// is not plain may still hold a malformed escape, which DecodeString finds.
+func ScanString(b []byte, i int) (end int, plain, ok bool) {
+	end, _, plain, ok = scanString(b, i)
+	return end, plain, ok
+}
+
+// DecodeString is the content of a string token, as encoding/json decodes
+// it (invalid UTF-8 becomes U+FFFD); ok is false for a malformed escape.
+func DecodeString(tok []byte) (string, bool) { return decodeString(tok) }
+
+// ScanNumber reads the number token at b[i].
+func ScanNumber(b []byte, i int) (int, bool) { return scanNumber(b, i) }
+
+// ScanLiteral reads true, false or null at b[i].
+func ScanLiteral(b []byte, i int) (int, bool) { return scanLiteral(b, i) }
