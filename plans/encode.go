@@ -255,28 +255,9 @@ func appendDiff(b []byte, ops []DiffOp) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = ops[i].appendJSON(b)
+		b = appendDiffOp(b, ops[i])
 	}
 	return append(b, ']')
-}
-
-// appendJSON mirrors DiffOp.MarshalJSON: {op, path, value} for an add,
-// {op, path, old} for a remove, {op, path, old, value} otherwise; old is
-// left out when it was never recorded, value is null when empty.
-func (d *DiffOp) appendJSON(b []byte) []byte {
-	b = append(b, `{"op":`...)
-	b = canonjson.AppendString(b, d.Op)
-	b = append(b, `,"path":`...)
-	b = canonjson.AppendString(b, d.Path)
-	if d.Op != "add" && len(d.Old) > 0 {
-		b = append(b, `,"old":`...)
-		b = append(b, d.Old...)
-	}
-	if d.Op != "remove" {
-		b = append(b, `,"value":`...)
-		b = appendRaw(b, d.Value)
-	}
-	return append(b, '}')
 }
 
 func (l MovedList) appendJSON(b []byte) []byte {

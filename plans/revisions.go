@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans/canonjson"
@@ -208,13 +207,13 @@ func (r *RevisionDiffResource) appendJSON(b []byte) []byte {
 	b = append(b, `,"key":`...)
 	b = canonjson.AppendString(b, r.Key)
 	b = append(b, `,"version_before":`...)
-	b = appendIntOrNull(b, r.VersionBefore)
+	b = appendIntPtr(b, r.VersionBefore)
 	b = append(b, `,"version_now":`...)
-	b = appendIntOrNull(b, r.VersionNow)
+	b = appendIntPtr(b, r.VersionNow)
 	b = append(b, `,"spec_before":`...)
-	b = appendRawOrNull(b, r.SpecBefore)
+	b = appendRaw(b, r.SpecBefore)
 	b = append(b, `,"spec_now":`...)
-	b = appendRawOrNull(b, r.SpecNow)
+	b = appendRaw(b, r.SpecNow)
 	b = append(b, `,"diff":`...)
 	if r.Diff == nil {
 		b = append(b, "null"...)
@@ -229,20 +228,6 @@ func (r *RevisionDiffResource) appendJSON(b []byte) []byte {
 		b = append(b, ']')
 	}
 	return append(b, '}')
-}
-
-func appendIntOrNull(b []byte, v *int) []byte {
-	if v == nil {
-		return append(b, "null"...)
-	}
-	return strconv.AppendInt(b, int64(*v), 10)
-}
-
-func appendRawOrNull(b []byte, raw json.RawMessage) []byte {
-	if len(raw) == 0 {
-		return append(b, "null"...)
-	}
-	return append(b, raw...)
 }
 
 // ListRevisions lists the revisions of the actor's environment, newest first.
