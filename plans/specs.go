@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/keenauth/configplans/plans/displayname"
+
+	"github.com/keenauth/configplans/plans/canonjson"
 )
 
 // The typed specs of §4. Every member is a pointer or a slice so that an
@@ -544,8 +546,8 @@ func UniqueValues(kind Kind, raw json.RawMessage) []UniqueValue {
 			value = members.Identifier
 		}
 	}
-	var v string
-	if json.Unmarshal(value, &v) != nil || v == "" {
+	v, ok := jsonString(value)
+	if !ok || v == "" {
 		return nil
 	}
 	key := v
@@ -553,6 +555,22 @@ func UniqueValues(kind Kind, raw json.RawMessage) []UniqueValue {
 		key = displayname.Key(v)
 	}
 	return []UniqueValue{{Field: field, Value: v, Key: key}}
+}
+
+// jsonString is the string a JSON value holds (ok false for any other
+// value): the bytes between the quotes of a plain token, else what the
+// decoder makes of it.
+func jsonString(value []byte) (string, bool) {
+	if len(value) > 0 && value[0] == '"' {
+		if end, plain, ok := canonjson.ScanString(value, 0); ok && plain && end == len(value) {
+			return string(value[1 : end-1]), true
+		}
+	}
+	var v string
+	if json.Unmarshal(value, &v) != nil {
+		return "", false
+	}
+	return v, true
 }
 
 // topLevelMember returns the value of the member name of the JSON object
