@@ -163,9 +163,17 @@ func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
 // the document over it, check the result (validation_failed, the expected
 // versions, policy_conflict), then build the changes in write order.
 func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, pr *PlanRequest) (*Plan, error) {
+	p, _, err := s.computePlanFrom(ctx, tx, a, pr)
+	return p, err
+}
+
+// computePlanFrom is computePlan that also returns the state it planned
+// against: the resources the document names (every one of its entries),
+// those they reference and, with prune, the planned kinds, read in tx.
+func (s *Service) computePlanFrom(ctx context.Context, tx *configdb.Tx, a Actor, pr *PlanRequest) (*Plan, state, error) {
 	ps, err := loadPlanState(ctx, tx, a.EnvironmentID, pr.Doc, pr.Prune, pr.Versions)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ps.expected = pr.Versions
 	ps.entries, ps.inDoc = planEntries(pr.Doc, ps.planned, pr.Prune, ps.cur)
@@ -175,14 +183,14 @@ func (s *Service) computePlan(ctx context.Context, tx *configdb.Tx, a Actor, pr 
 		ps.post.specs[resourceRef(e.kind, e.key)] = e.spec
 	}
 	if err := runPlanChecks(ps, problems); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sortEntries(ps.entries)
 	recent, err := tx.RecentTokens(ctx, a.EnvironmentID, ps.deletedApplications(), tx.Now.Add(-tokenWindow))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.buildPlan(tx.Now, a, ps, recent), nil
+	return s.buildPlan(tx.Now, a, ps, recent), ps.cur, nil
 }
 
 // loadPlanState reads what planning doc needs: the resources it names and

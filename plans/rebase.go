@@ -140,14 +140,12 @@ func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 			return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is " + src.Status + " and cannot be rebased",
 				Extra: map[string]any{"plan_status": src.Status}}
 		}
-		p, err := s.computePlan(ctx, tx, a, &PlanRequest{Doc: src.desiredState(), Prune: src.Prune})
+		p, now, err := s.computePlanFrom(ctx, tx, a, &PlanRequest{Doc: src.desiredState(), Prune: src.Prune})
 		if err != nil {
 			return src.sourcePointers(err)
 		}
 		p.RebasedFrom = &src.ID
-		if p.Moved, err = src.moved(ctx, tx, p); err != nil {
-			return err
-		}
+		p.Moved = src.moved(p, now)
 		if err := s.insertPlan(ctx, tx, a, p); err != nil {
 			return err
 		}
@@ -234,24 +232,14 @@ func (p *Plan) sourcePointers(err error) error {
 	return &out
 }
 
-// moved lists what moved since p was computed, read in the rebase's
-// transaction (p2 is the rebased plan, computed in it): every resource of
+// moved lists what moved since p was computed, as the rebase's
+// transaction reads it (p2 is the rebased plan, computed in it; now the
+// state p2 was planned against, which holds every resource of p's changes
+// that exists, since p2's document names each of them): every resource of
 // p whose version changed, in the order of p's changes, then every planned
 // type whose generation changed while none of p's resources of that type
 // moved, in the order of p's types.
-func (p *Plan) moved(ctx context.Context, tx *configdb.Tx, p2 *Plan) (MovedList, error) {
-	sel := configdb.Selection{}
-	for _, c := range p.Changes {
-		sel.Keys = append(sel.Keys, [2]string{string(c.Kind), c.Key})
-	}
-	now := state{}
-	if len(sel.Keys) > 0 {
-		rows, err := tx.LoadResources(ctx, p.EnvironmentID, sel)
-		if err != nil {
-			return nil, err
-		}
-		now.add(rows, true)
-	}
+func (p *Plan) moved(p2 *Plan, now state) MovedList {
 	out := MovedList{}
 	movedKinds := map[Kind]bool{}
 	for _, c := range p.Changes {
@@ -279,7 +267,7 @@ func (p *Plan) moved(ctx context.Context, tx *configdb.Tx, p2 *Plan) (MovedList,
 			out = append(out, Moved{Kind: k, Code: CodeTypeChanged})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // movedDiff is the diff from the spec change c was planned from to specNow
