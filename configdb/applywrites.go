@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/keenauth/configplans/revisions"
+
+	"github.com/keenauth/configplans/canonjson"
 )
 
 // The writes of an apply on PostgreSQL go in few statements, whatever the
@@ -150,7 +152,7 @@ func specRecords(n int, row func(i int) (kind, key string, version int, resource
 	b.Grow(size)
 	var scratch []byte
 	str := func(s string) {
-		scratch = appendJSONString(scratch[:0], s)
+		scratch = canonjson.AppendString(scratch[:0], s)
 		b.Write(scratch)
 	}
 	b.WriteByte('[')
@@ -183,12 +185,6 @@ func specRecords(n int, row func(i int) (kind, key string, version int, resource
 	}
 	b.WriteByte(']')
 	return b.String()
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
 }
 
 // mustRecords is rows as one jsonb parameter (a string: the driver must

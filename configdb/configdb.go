@@ -209,7 +209,7 @@ func rows(res *gorm.DB) (bool, error) {
 // does, without Scan's recording of the statement for the logger: Scan
 // writes every parameter into the SQL text first, whatever the logger, and
 // an apply's record statement carries the whole plan's specs (it was a
-// sixth of an apply's CPU).
+// sixth of an apply's CPU). Every Raw query of the package is scanned so.
 func scanRaw(q *gorm.DB, dest any) error {
 	rows, err := q.Rows()
 	if err != nil {

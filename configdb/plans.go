@@ -79,12 +79,12 @@ func storedStatuses(status string) []string {
 // nine kinds), however many plans it keeps.
 func (r Reader) PlanTypeSets(ctx context.Context, envID string) ([]string, error) {
 	var present []string
-	err := r.q(ctx).Raw(`WITH RECURSIVE sets(type_set) AS (
+	err := scanRaw(r.q(ctx).Raw(`WITH RECURSIVE sets(type_set) AS (
 			SELECT MIN(type_set) FROM config_plans WHERE environment_id = ?
 			UNION ALL
 			SELECT (SELECT MIN(c.type_set) FROM config_plans c WHERE c.environment_id = ? AND c.type_set > sets.type_set)
 			FROM sets WHERE sets.type_set IS NOT NULL)
-		SELECT type_set FROM sets WHERE type_set IS NOT NULL`, envID, envID).Scan(&present).Error
+		SELECT type_set FROM sets WHERE type_set IS NOT NULL`, envID, envID), &present)
 	return present, interpretError(err)
 }
 
@@ -141,7 +141,7 @@ func (r Reader) ListPlans(ctx context.Context, f PlanFilter) ([]PlanRow, error) 
 			args = append(args, f.Limit)
 		}
 	}
-	err := r.q(ctx).Raw(strings.Join(parts, " UNION ALL ")+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...).Scan(&rows).Error
+	err := scanRaw(r.q(ctx).Raw(strings.Join(parts, " UNION ALL ")+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...), &rows)
 	return rows, interpretError(err)
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"strconv"
+
+	"github.com/keenauth/configplans/canonjson"
 )
 
 // decodeChangeRecords decodes a plan's stored changes as json.Unmarshal
@@ -578,41 +580,9 @@ func isHex(c byte) bool {
 // number reads a number of the JSON grammar:
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func (d *recordDecoder) number() bool {
-	s, i := d.src, d.i
-	if i < len(s) && s[i] == '-' {
-		i++
+	end, ok := canonjson.ScanNumber(d.src, d.i)
+	if ok {
+		d.i = end
 	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return false
-		}
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return false
-		}
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-	}
-	d.i = i
-	return true
+	return ok
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/keenauth/configplans/plans/canonjson"
+	"github.com/keenauth/configplans/canonjson"
 )
 
 // DiffOp is one RFC 6902-style operation from the current spec to the

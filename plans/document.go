@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/keenauth/configplans/plans/canonjson"
+	"github.com/keenauth/configplans/canonjson"
 )
 
 // Entry is one resource of a document. Spec is the normalised canonical JSON
@@ -580,11 +580,11 @@ func jsonFields(t reflect.Type) map[string]reflect.StructField {
 // megabytes, and its config is the whole of it.
 func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
 	notObject := &Error{Code: CodeMalformedRequest, Detail: "the request body must be a JSON object"}
-	i := skipSpace(body, 0)
+	i := canonjson.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return notObject
 	}
-	i = skipSpace(body, i+1)
+	i = canonjson.SkipSpace(body, i+1)
 	*dst = map[string]json.RawMessage{}
 	var repeated []FieldError
 	for first := true; ; first = false {
@@ -599,11 +599,11 @@ func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
 		if err := json.Unmarshal(body[i:end], &key); err != nil {
 			return notObject
 		}
-		i = skipSpace(body, end)
+		i = canonjson.SkipSpace(body, end)
 		if i >= len(body) || body[i] != ':' {
 			return notObject
 		}
-		i = skipSpace(body, i+1)
+		i = canonjson.SkipSpace(body, i+1)
 		end = valueEnd(body, i)
 		if end < 0 || !json.Valid(body[i:end]) {
 			return notObject
@@ -615,9 +615,9 @@ func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
 		} else {
 			(*dst)[key] = value
 		}
-		i = skipSpace(body, end)
+		i = canonjson.SkipSpace(body, end)
 		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
+			i = canonjson.SkipSpace(body, i+1)
 			continue
 		}
 		if i < len(body) && body[i] == '}' {
@@ -628,7 +628,7 @@ func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
 	if len(repeated) > 0 {
 		return Problems(CodeMalformedRequest, repeated)
 	}
-	if skipSpace(body, i+1) != len(body) {
+	if canonjson.SkipSpace(body, i+1) != len(body) {
 		return &Error{Code: CodeMalformedRequest, Detail: "the request body has data after the JSON object"}
 	}
 	return nil

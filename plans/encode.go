@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/keenauth/configplans/plans/canonjson"
+	"github.com/keenauth/configplans/canonjson"
 )
 
 // The plan's JSON is written by hand: encoding/json validates and compacts

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keenauth/configplans/plans/canonjson"
+	"github.com/keenauth/configplans/canonjson"
 )
 
 // trickyStrings are strings the encoder must escape as encoding/json does.

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/keenauth/configplans/canonjson"
 	"github.com/keenauth/configplans/configdb"
-	"github.com/keenauth/configplans/plans/canonjson"
 	"github.com/keenauth/configplans/revisions"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/keenauth/configplans/plans/displayname"
 
-	"github.com/keenauth/configplans/plans/canonjson"
+	"github.com/keenauth/configplans/canonjson"
 )
 
 // The typed specs of §4. Every member is a pointer or a slice so that an
@@ -579,13 +579,13 @@ func jsonString(value []byte) (string, bool) {
 // not an object, malformed, or with a member name that has escapes (which
 // the decoder would match case-insensitively and unescaped).
 func topLevelMember(raw []byte, name string) (value json.RawMessage, ok bool) {
-	i := skipSpace(raw, 0)
+	i := canonjson.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
-	i = skipSpace(raw, i+1)
+	i = canonjson.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return nil, skipSpace(raw, i+1) == len(raw)
+		return nil, canonjson.SkipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		if i >= len(raw) || raw[i] != '"' {
@@ -602,11 +602,11 @@ func topLevelMember(raw []byte, name string) (value json.RawMessage, ok bool) {
 			return nil, false
 		}
 		key := raw[i+1 : end]
-		i = skipSpace(raw, end+1)
+		i = canonjson.SkipSpace(raw, end+1)
 		if i >= len(raw) || raw[i] != ':' {
 			return nil, false
 		}
-		i = skipSpace(raw, i+1)
+		i = canonjson.SkipSpace(raw, i+1)
 		vEnd, valid := skipValue(raw, i)
 		if !valid {
 			return nil, false
@@ -616,26 +616,19 @@ func topLevelMember(raw []byte, name string) (value json.RawMessage, ok bool) {
 		} else if strings.EqualFold(string(key), name) {
 			return nil, false // the decoder's case-insensitive match
 		}
-		i = skipSpace(raw, vEnd)
+		i = canonjson.SkipSpace(raw, vEnd)
 		if i >= len(raw) {
 			return nil, false
 		}
 		switch raw[i] {
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = canonjson.SkipSpace(raw, i+1)
 		case '}':
-			return value, skipSpace(raw, i+1) == len(raw)
+			return value, canonjson.SkipSpace(raw, i+1) == len(raw)
 		default:
 			return nil, false
 		}
 	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // skipValue returns the end of the JSON value at b[i:]: strings skipped
@@ -676,7 +669,7 @@ func skipValue(b []byte, i int) (int, bool) {
 			i++
 		}
 		if depth == 0 && i < len(b) {
-			if j := skipSpace(b, i); j < len(b) && (b[j] == ',' || b[j] == '}' || b[j] == ']') {
+			if j := canonjson.SkipSpace(b, i); j < len(b) && (b[j] == ',' || b[j] == '}' || b[j] == ']') {
 				return i, true
 			}
 		}

@@ -14,7 +14,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/keenauth/configplans/plans/canonjson"
+	"github.com/keenauth/configplans/canonjson"
 )
 
 // ErrNotFound: no such revision in the environment (or it was pruned).
