@@ -210,20 +210,22 @@ type ApplyRecord struct {
 	Resources []byte
 	Keep      int
 	Logs      []LogRow
-	// The plan's new state, under the lease of Token.
+	// The plan's new state, under the lease of Token, or with Token "" of
+	// a plan that the transaction claimed (LockForApply).
 	Plan    PlanKey
 	Token   string
 	Applied AppliedPlan
-	// Event, when set, is added to the plan's history.
-	Event *PlanEventRow
+	// Events are added to the plan's history.
+	Events []PlanEventRow
 	// Writes are the apply's resource writes, written first: on
 	// PostgreSQL the last of their statements is part of the record's.
 	Writes ResourceWrites
 }
 
 // RecordApplyOutcome writes r in the transaction. recorded is false when
-// the plan is no longer applying under r.Token (the lease was lost: the
-// caller rolls back); pruned is how many revisions were pruned.
+// the plan is no longer applying under r.Token (the lease was lost), or no
+// longer claimable: the caller rolls back. pruned is how many revisions
+// were pruned.
 func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded bool, pruned int, err error) {
 	if tx.sqlite {
 		if err := tx.writeResourcesEach(ctx, r.EnvironmentID, r.Writes); err != nil {
@@ -293,11 +295,13 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 				plan_id text, revision_id text, data jsonb)`, r.EnvironmentID, mustRecords(rows))
 	}
 	set, setArgs := appliedSet(r.Applied, tx.Now)
-	q, env, id := r.Plan.where()
-	add("p", "UPDATE config_plans SET "+set+" WHERE "+q+" AND status = 'applying' AND lease_token = ?", append(setArgs, env, id, r.Token)...)
-	if ev := r.Event; ev != nil {
-		add("ev", `INSERT INTO plan_events (environment_id, plan_id, id, type, created_at, api_key_id, request_id, data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb)`, ev.EnvironmentID, ev.PlanID, ev.ID, ev.Type, tx.Now, ev.APIKeyID, ev.RequestID, string(ev.Data))
+	cond, condArgs := heldBy(r.Plan, r.Token, tx.Now)
+	add("p", "UPDATE config_plans SET "+set+" WHERE "+cond, append(setArgs, condArgs...)...)
+	if len(r.Events) > 0 {
+		// Recorded with the plan's update, as a transition's are.
+		events, evArgs := eventFrom("(SELECT 1 FROM p) AS pe", tx.Now, r.Events...)
+		parts = append(parts, "ev AS ("+events+" RETURNING 1)")
+		args = append(args, evArgs...)
 	}
 	sql := "WITH "
 	for i, p := range parts {
@@ -345,10 +349,8 @@ func (tx *Tx) recordApplyOutcomeEach(ctx context.Context, r ApplyRecord) (bool, 
 	if err != nil || !recorded {
 		return false, pruned, err
 	}
-	if r.Event != nil {
-		if err := tx.RecordEvent(ctx, *r.Event); err != nil {
-			return false, pruned, err
-		}
+	if err := tx.RecordEvents(ctx, r.Events...); err != nil {
+		return false, pruned, err
 	}
 	return true, pruned, nil
 }

@@ -67,6 +67,10 @@ type Reader struct {
 
 func (r Reader) q(ctx context.Context) *gorm.DB { return r.g.WithContext(ctx) }
 
+// RowLocks reports whether the database locks rows (PostgreSQL). SQLite,
+// in the process, has one writer at a time instead, and no row locks.
+func (r Reader) RowLocks() bool { return !r.sqlite }
+
 // InTx runs fn in a transaction at the given isolation level, retrying it
 // (bounded, with a short backoff) on serialization failures and deadlocks,
 // and on a lost connection before COMMIT was sent: nothing was committed,

@@ -3,6 +3,7 @@ package configdb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -64,6 +65,10 @@ type Head struct {
 	// Material is, per connection id, the hash of the confirmed OIDC
 	// material (ConfirmedMaterial), when asked for.
 	Material map[string]string
+	// Claimable reports, when LockForApply was given a plan to claim,
+	// whether that plan can be claimed (see ClaimPlan): it is then locked
+	// until the transaction ends.
+	Claimable bool
 }
 
 // LockForApply locks the environment as LockEnvironment does and reads the
@@ -77,21 +82,54 @@ type Head struct {
 // gorm.ErrRecordNotFound, as with LockEnvironment. The table is named as
 // GORM names it ("environments" ... FOR), so that the lock reads as the
 // same statement in pg_stat_activity.
-func (tx *Tx) LockForApply(ctx context.Context, envID string, kinds []string, sel Selection) (Head, []Resource, error) {
-	return tx.readHead(ctx, envID, kinds, sel, true)
+//
+// With claim, the apply claims that plan in its own transaction
+// (PostgreSQL only): the statement first locks the plan's row, if the plan
+// can be claimed (Head.Claimable), and only then the environment's. The
+// plan's lock does not wait: a plan that another apply's transaction holds
+// is ErrPlanBusy at once, as a claimed plan is "being applied"; that
+// transaction also holds an advisory lock named by its Idempotency-Key
+// fingerprint, which ApplyingWithKey tests. Every apply takes the two locks
+// in that order, and nothing that holds an environment's lock waits for
+// another plan's row, so the order cannot deadlock.
+func (tx *Tx) LockForApply(ctx context.Context, envID string, kinds []string, sel Selection, claim *Claim) (Head, []Resource, error) {
+	if claim != nil && tx.sqlite {
+		return Head{}, nil, errors.New("an apply's transaction claims its plan on PostgreSQL only")
+	}
+	return tx.readHead(ctx, envID, kinds, sel, true, claim)
 }
+
+// Claim is the plan that an apply's transaction claims (LockForApply),
+// and the Idempotency-Key fingerprint of its request ("": none).
+type Claim struct {
+	Plan        PlanKey
+	Fingerprint string
+}
+
+// ApplyingWithKey reports whether an apply's transaction that claims its
+// plan is running for the Idempotency-Key request of fingerprint: it
+// holds the advisory lock of the fingerprint (LockForApply), which this
+// read cannot take. Taken, the lock is given back as the read ends.
+func (d *DB) ApplyingWithKey(ctx context.Context, fingerprint string) (bool, error) {
+	var free bool
+	err := d.q(ctx).Raw("SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))", applyKeyLock+fingerprint).Row().Scan(&free)
+	return !free, interpretError(err)
+}
+
+// applyKeyLock prefixes the name of an apply's advisory lock.
+const applyKeyLock = "keenauth apply "
 
 // PlanHead reads the generations of kinds, the confirmed OIDC material,
 // the policies and the resources sel names that planning needs, on
 // PostgreSQL in one statement.
 func (tx *Tx) PlanHead(ctx context.Context, envID string, kinds []string, sel Selection) (Head, []Resource, error) {
-	return tx.readHead(ctx, envID, kinds, sel, false)
+	return tx.readHead(ctx, envID, kinds, sel, false, nil)
 }
 
 // readHead is LockForApply (forApply) or PlanHead. The head is a row of
 // its own beside the resources' rows (a full join on false), so that its
 // values are not repeated on every resource.
-func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Selection, forApply bool) (Head, []Resource, error) {
+func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Selection, forApply bool, claim *Claim) (Head, []Resource, error) {
 	if tx.sqlite {
 		return tx.readHeadEach(ctx, envID, kinds, sel, forApply)
 	}
@@ -107,8 +145,20 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 			(SELECT policies FROM environment_policies WHERE environment_id = ?) AS policies`
 	args := []any{envID, mustRecords(kinds), envID}
 	if forApply {
-		sql = `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE), ` + sql + `, (SELECT count(*) FROM l) AS locked)`
-		args = append([]any{envID}, args...)
+		lock, lockArgs := `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE), `, []any{envID}
+		claimed := "false"
+		if claim != nil {
+			// The environment's row is read once the plan's is locked: the
+			// condition on c is an InitPlan of l's scan, run before l's
+			// row is locked.
+			q, env, id := claim.Plan.where()
+			lock = `WITH c AS (SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) FROM config_plans WHERE ` + q + ` AND ` + claimable +
+				` FOR NO KEY UPDATE NOWAIT), l AS (SELECT id FROM "environments" WHERE id = ? AND (SELECT count(*) FROM c) >= 0 FOR NO KEY UPDATE), `
+			lockArgs = []any{applyKeyLock + claim.Fingerprint, env, id, tx.Now, tx.Now, envID}
+			claimed = "(SELECT count(*) > 0 FROM c)"
+		}
+		sql = lock + sql + `, (SELECT count(*) FROM l) AS locked, ` + claimed + ` AS claimable)`
+		args = append(lockArgs, args...)
 	} else {
 		sql = `WITH ` + sql + `, (SELECT jsonb_object_agg(connection_id, material_hash) FROM connection_materials WHERE environment_id = ?) AS material)`
 		args = append(args, envID)
@@ -123,6 +173,7 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 	var rows []struct {
 		Head        bool
 		Locked      int
+		Claimable   bool
 		Generations JSON
 		Policies    JSON
 		Material    JSON
@@ -151,7 +202,7 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 		return Head{}, nil, err
 	}
 	resources = append(resources, more...)
-	h := Head{Generations: map[string]int64{}, Policies: row.Policies}
+	h := Head{Generations: map[string]int64{}, Policies: row.Policies, Claimable: row.Claimable}
 	if row.Generations != nil {
 		if err := json.Unmarshal(row.Generations, &h.Generations); err != nil {
 			return Head{}, nil, err

@@ -22,6 +22,9 @@ var (
 	// ErrCommitUnknown: the connection was lost while COMMIT was in flight,
 	// so the transaction may or may not have committed.
 	ErrCommitUnknown = errors.New("commit outcome unknown")
+	// ErrPlanBusy: an apply's transaction found the plan it was to claim
+	// locked by another apply's transaction (LockForApply).
+	ErrPlanBusy = errors.New("the plan is being applied")
 	// errRetry: a serialization failure or deadlock; the transaction is run again.
 	errRetry = errors.New("serialization failure")
 )
@@ -45,6 +48,8 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w: %w", ErrUnstorableText, err)
 		case "40001", "40P01":
 			return fmt.Errorf("%w: %w", errRetry, err)
+		case "55P03": // lock_not_available: only LockForApply's NOWAIT
+			return fmt.Errorf("%w: %w", ErrPlanBusy, err)
 		}
 		if lostSQLState(pe.Code) {
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -65,7 +70,7 @@ func interpretError(err error) error {
 // error, which is no driver's.
 func interpretErrorKeep(err error) error {
 	if err == nil || errors.Is(err, errRetry) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnavailable) ||
-		errors.Is(err, ErrUnstorableText) {
+		errors.Is(err, ErrUnstorableText) || errors.Is(err, ErrPlanBusy) {
 		return err
 	}
 	return interpretError(err)

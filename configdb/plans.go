@@ -161,7 +161,7 @@ func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow, ev PlanEventRow) err
 	if ins.Error != nil {
 		return ins.Error
 	}
-	events, evArgs := eventFrom("p", ev, tx.Now)
+	events, evArgs := eventFrom("p", tx.Now, ev)
 	return tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)...).Error
 }
 
@@ -182,20 +182,30 @@ func numbered(sql string, after int) string {
 	return b.String()
 }
 
-// eventFrom is the insert of ev, at now, once for each row of the CTE
-// named from: the event of a transition is recorded if and only if the
+// eventFrom is the insert of evs, at now, once for each row of the CTE
+// named from: the events of a transition are recorded if and only if the
 // transition happened, in the transition's statement.
-func eventFrom(from string, ev PlanEventRow, now time.Time) (string, []any) {
-	return `INSERT INTO plan_events (environment_id, plan_id, id, type, created_at, api_key_id, request_id, data)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?::jsonb FROM ` + from,
-		[]any{ev.EnvironmentID, ev.PlanID, ev.ID, ev.Type, now, ev.APIKeyID, ev.RequestID, string(ev.Data)}
+func eventFrom(from string, now time.Time, evs ...PlanEventRow) (string, []any) {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO plan_events (environment_id, plan_id, id, type, created_at, api_key_id, request_id, data)
+		SELECT v.* FROM (VALUES `)
+	args := make([]any, 0, 8*len(evs))
+	for i, ev := range evs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?::timestamptz, ?, ?, ?::jsonb)")
+		args = append(args, ev.EnvironmentID, ev.PlanID, ev.ID, ev.Type, now, ev.APIKeyID, ev.RequestID, string(ev.Data))
+	}
+	b.WriteString(") AS v, " + from)
+	return b.String(), args
 }
 
 // transition moves the plan k, if cond holds of it, by set, and records
-// ev when it moved: on PostgreSQL in one statement (a data-modifying CTE
-// and the event's insert), on SQLite one after the other. moved reports
+// evs when it moved: on PostgreSQL in one statement (a data-modifying CTE
+// and the events' insert), on SQLite one after the other. moved reports
 // whether the plan moved.
-func (tx *Tx) transition(ctx context.Context, k PlanKey, cond string, condArgs []any, set map[string]any, ev PlanEventRow) (moved bool, err error) {
+func (tx *Tx) transition(ctx context.Context, k PlanKey, cond string, condArgs []any, set map[string]any, evs ...PlanEventRow) (moved bool, err error) {
 	q, env, id := k.where()
 	where := q + " AND " + cond
 	whereArgs := append([]any{env, id}, condArgs...)
@@ -203,7 +213,7 @@ func (tx *Tx) transition(ctx context.Context, k PlanKey, cond string, condArgs [
 		if moved, err = rows(tx.q(ctx).Model(&PlanRow{}).Where(where, whereArgs...).Updates(set)); err != nil || !moved {
 			return moved, err
 		}
-		return true, tx.RecordEvent(ctx, ev)
+		return true, tx.RecordEvents(ctx, evs...)
 	}
 	var b strings.Builder
 	var args []any
@@ -214,10 +224,15 @@ func (tx *Tx) transition(ctx context.Context, k PlanKey, cond string, condArgs [
 		b.WriteString(col + " = ?")
 		args = append(args, set[col])
 	}
-	events, evArgs := eventFrom("c", ev, tx.Now)
+	events, evArgs := eventFrom("c", tx.Now, evs...)
 	args = append(append(args, whereArgs...), evArgs...)
 	return rows(tx.q(ctx).Exec("WITH c AS (UPDATE config_plans SET "+b.String()+" WHERE "+where+" RETURNING 1) "+events, args...))
 }
+
+// claimable is the condition on a plan that an apply can claim, with the
+// transaction's time twice as its parameters: planned, or applying under a
+// lease that has passed, and within its validity.
+const claimable = "expires_at > ? AND (status = 'planned' OR (status = 'applying' AND lease_until <= ?))"
 
 // ClaimPlan moves a plan planned → applying under token, with a lease
 // until lease from now, keeps the Idempotency-Key fingerprint of the
@@ -227,7 +242,7 @@ func (tx *Tx) transition(ctx context.Context, k PlanKey, cond string, condArgs [
 // claimed reports whether it is this one. On PostgreSQL it is one
 // statement, to be run on its own (DB.InStatement).
 func (tx *Tx) ClaimPlan(ctx context.Context, k PlanKey, token string, lease time.Duration, fingerprint *string, ev PlanEventRow) (claimed bool, err error) {
-	return tx.transition(ctx, k, "expires_at > ? AND (status = 'planned' OR (status = 'applying' AND lease_until <= ?))", []any{tx.Now, tx.Now},
+	return tx.transition(ctx, k, claimable, []any{tx.Now, tx.Now},
 		map[string]any{"status": applying, "lease_token": token, "lease_until": tx.Now.Add(lease), "idempotency_fingerprint": fingerprint}, ev)
 }
 
@@ -252,8 +267,10 @@ type AppliedPlan struct {
 }
 
 // RecordApply records the apply of a plan that token holds, in the
-// apply's transaction. It reports false when the plan is no longer
-// applying under token (the lease was lost).
+// apply's transaction, or, with token "", of a plan that the transaction
+// claims itself (LockForApply). It reports false when the plan is no
+// longer applying under token (the lease was lost), or no longer
+// claimable.
 func (tx *Tx) RecordApply(ctx context.Context, k PlanKey, token string, a AppliedPlan) (bool, error) {
 	updates := map[string]any{"revision_id": a.RevisionID, "applied_by": a.AppliedBy, "idempotency_fingerprint": a.Fingerprint}
 	if a.Changes != nil {
@@ -262,8 +279,19 @@ func (tx *Tx) RecordApply(ctx context.Context, k PlanKey, token string, a Applie
 	if a.Finished {
 		updates["status"], updates["applied_at"], updates["lease_token"], updates["lease_until"] = applied, tx.Now, "", nil
 	}
+	cond, condArgs := heldBy(k, token, tx.Now)
+	return rows(tx.q(ctx).Model(&PlanRow{}).Where(cond, condArgs...).Updates(updates))
+}
+
+// heldBy is the condition on the plan k that an apply holds: applying
+// under token, or, with token "", claimable (by the apply's transaction,
+// which locked it).
+func heldBy(k PlanKey, token string, now time.Time) (string, []any) {
 	q, env, id := k.where()
-	return rows(tx.q(ctx).Model(&PlanRow{}).Where(q+" AND status = 'applying' AND lease_token = ?", env, id, token).Updates(updates))
+	if token == "" {
+		return q + " AND " + claimable, []any{env, id, now, now}
+	}
+	return q + " AND status = 'applying' AND lease_token = ?", []any{env, id, token}
 }
 
 // FinishPlan makes applied the plan that token holds, once the federation
@@ -283,6 +311,21 @@ func (tx *Tx) ReleasePlan(ctx context.Context, k PlanKey, token string) (bool, e
 // plan was released, on PostgreSQL in one statement (DB.InStatement).
 func (tx *Tx) RejectClaim(ctx context.Context, k PlanKey, token string, ev PlanEventRow) (bool, error) {
 	return tx.transition(ctx, k, "lease_token = ?", []any{token}, endedLease(released()), ev)
+}
+
+// RejectApply records evs (apply_started, apply_rejected) of an apply
+// that claimed the plan in its own transaction, which rolled back: the
+// plan did not move. On PostgreSQL in one statement (DB.InStatement).
+func (tx *Tx) RejectApply(ctx context.Context, evs ...PlanEventRow) error {
+	return tx.RecordEvents(ctx, evs...)
+}
+
+// ConflictApply makes conflicted a plan that an apply claimed in its own
+// transaction, which rolled back on a conflict, if the plan is still
+// claimable, and records evs (apply_started, apply_conflicted) when it
+// moved; on PostgreSQL in one statement (DB.InStatement).
+func (tx *Tx) ConflictApply(ctx context.Context, k PlanKey, evs ...PlanEventRow) (bool, error) {
+	return tx.transition(ctx, k, claimable, []any{tx.Now, tx.Now}, endedLease(map[string]any{"status": conflicted, "revision_id": nil}), evs...)
 }
 
 func released() map[string]any { return map[string]any{"status": planned, "revision_id": nil} }
@@ -315,8 +358,20 @@ func (tx *Tx) MarkExpired(ctx context.Context, k PlanKey, ev PlanEventRow) (bool
 
 // RecordEvent adds an event to a plan's history, at the transaction's time.
 func (tx *Tx) RecordEvent(ctx context.Context, ev PlanEventRow) error {
-	ev.CreatedAt = tx.Now
-	return tx.q(ctx).Create(&ev).Error
+	return tx.RecordEvents(ctx, ev)
+}
+
+// RecordEvents adds events to a plan's history, in one statement, at the
+// transaction's time.
+func (tx *Tx) RecordEvents(ctx context.Context, evs ...PlanEventRow) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	rows := slices.Clone(evs)
+	for i := range rows {
+		rows[i].CreatedAt = tx.Now
+	}
+	return tx.q(ctx).Create(&rows).Error
 }
 
 // HasEvent reports whether a plan's history holds an event of type typ.
@@ -360,23 +415,27 @@ func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time
 	return int(r.RowsAffected), events, r.Error
 }
 
-// SettledClaim reports whether the plan is applying under token, read once
-// the transaction that last held the plan's row has ended: after a
-// connection was lost with its COMMIT in flight, the server may still be
-// committing that transaction (it received COMMIT) or about to roll it
-// back (it finds the connection gone), and until then it holds the plan's
-// row, which every claim and apply updates. A shared lock waits for that
-// end; its row is the outcome. (SQLite has one writer and no row locks:
-// its row is the outcome already.)
-func (r Reader) SettledClaim(ctx context.Context, k PlanKey, token string) (bool, error) {
+// SettledClaim reports whether the plan is applying under token, or, with
+// token "", whether it is still claimable, read once the transaction that
+// last held the plan's row has ended: after a connection was lost with its
+// COMMIT in flight, the server may still be committing that transaction
+// (it received COMMIT) or about to roll it back (it finds the connection
+// gone), and until then it holds the plan's row, which every claim and
+// apply updates. A shared lock waits for that end; its row is the outcome.
+// (SQLite has one writer and no row locks: its row is the outcome already.)
+func (d *DB) SettledClaim(ctx context.Context, k PlanKey, token string) (bool, error) {
 	var row PlanRow
 	q, env, id := k.where()
-	g := r.q(ctx)
-	if !r.sqlite {
+	g := d.q(ctx)
+	if !d.sqlite {
 		g = g.Clauses(clause.Locking{Strength: "SHARE"})
 	}
-	if err := g.Select("status", "lease_token").Where(q, env, id).Take(&row).Error; err != nil {
+	if err := g.Select("status", "lease_token", "expires_at", "lease_until").Where(q, env, id).Take(&row).Error; err != nil {
 		return false, interpretError(err)
 	}
-	return row.Status == applying && row.LeaseToken == token, nil
+	if token != "" {
+		return row.Status == applying && row.LeaseToken == token, nil
+	}
+	now := d.now()
+	return row.ExpiresAt.After(now) && (row.Status == planned || row.Status == applying && row.LeaseUntil != nil && !row.LeaseUntil.After(now)), nil
 }

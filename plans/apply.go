@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/keenauth/configplans/configdb"
@@ -120,7 +121,7 @@ func (pa *PendingApply) Run(ctx context.Context, req *ApplyRequest) (result Appl
 	}
 	if pa.opt.ValidateOnly {
 		err := s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-			if _, err := s.applyTx(ctx, tx, a, p, pa.opt, ""); err != nil {
+			if _, err := s.applyTx(ctx, tx, a, p, pa.opt, hold{}); err != nil {
 				return err
 			}
 			return errRollback
@@ -153,11 +154,103 @@ func (s *Service) checkRequest(ctx context.Context, a Actor, p *Plan, req *Apply
 	return nil
 }
 
-// claimAndApply claims the plan, runs the apply's transaction and, for a
+// claimAndApply applies the plan once. On PostgreSQL, a plan without OIDC
+// material is claimed by the apply's own transaction (applyInTx); one with
+// material is claimed first, under a lease that covers the federation
+// writes after the commit (claimThenApply). SQLite has no row locks: there
+// every plan is claimed first, and a concurrent apply is answered from the
+// committed claim instead of waiting for the one writer.
+func (s *Service) claimAndApply(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
+	if s.db.RowLocks() && !slices.ContainsFunc(p.Changes, func(c Change) bool { return c.WritesMaterial }) {
+		return s.applyInTx(ctx, a, p, opt)
+	}
+	return s.claimThenApply(ctx, a, p, req, opt)
+}
+
+// applyInTx applies a plan that writes no OIDC material in one transaction
+// that claims the plan itself: its first statement locks the plan's row,
+// then the environment's (LockForApply), and its last records the changes,
+// the applied plan, apply_started and apply_succeeded. The claim's own
+// statement and commit are saved. Nothing is committed before the end, so
+// other readers see the plan planned until it is applied; a concurrent
+// apply of the same plan, on any replica, finds its row locked and answers
+// as it does a claimed plan's: 409 config_plan_not_applicable (applying),
+// or 409 idempotency_key_in_use for a retry of the same Idempotency-Key
+// request (the transaction holds a lock of that key's fingerprint). A
+// rejection in the transaction is recorded after its rollback (release);
+// a lost COMMIT is resolved by the config.applied entry, as for a claimed
+// plan.
+func (s *Service) applyInTx(ctx context.Context, a Actor, p *Plan, opt ApplyOptions) (ApplyResult, error) {
+	h := hold{started: eventRow(a, p.ID, "apply_started", nil)}
+	defer func() {
+		if v := recover(); v != nil {
+			// A panic (a bug) rolled the transaction back; its history says
+			// the apply was rejected, as for a claimed plan.
+			_ = s.release(ctx, a, p, h, nil)
+			panic(v)
+		}
+	}()
+	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
+	defer cancel()
+	run := s.applyRun(applyCtx, a, p, opt, h)
+	out, err := run()
+	if errors.Is(err, ErrCommitUnknown) {
+		var known bool
+		if out, known, err = s.resolveApplyCommit(ctx, p, "", out, err, run); !known {
+			return ApplyResult{}, err
+		}
+	}
+	if errors.Is(err, configdb.ErrPlanBusy) {
+		return ApplyResult{}, s.busyPlan(ctx, opt.IdempotencyFingerprint)
+	}
+	if errors.Is(err, errNotClaimable) {
+		replay, err := s.notClaimed(ctx, a, p, opt.IdempotencyFingerprint)
+		if replay != nil {
+			return ApplyResult{Plan: replay, Replayed: true}, nil
+		}
+		return ApplyResult{}, err
+	}
+	if err != nil {
+		return ApplyResult{}, s.failedApply(ctx, a, p, h, err)
+	}
+	return ApplyResult{Plan: out.plan}, nil
+}
+
+// busyPlan answers an apply whose transaction found its plan locked by
+// another apply's transaction: that one may be the same Idempotency-Key
+// request's (409 idempotency_key_in_use, as retryOfKey answers for a
+// claimed plan), or another's (409 config_plan_not_applicable, applying).
+func (s *Service) busyPlan(ctx context.Context, fingerprint string) error {
+	if fingerprint != "" {
+		same, err := s.db.ApplyingWithKey(ctx, fingerprint)
+		if err != nil {
+			return err
+		}
+		if same {
+			return errKeyInUse()
+		}
+	}
+	return errBeingApplied()
+}
+
+// applyRun is one run of the apply's transaction holding the plan by h.
+func (s *Service) applyRun(ctx context.Context, a Actor, p *Plan, opt ApplyOptions, h hold) func() (*applied, error) {
+	return func() (out *applied, err error) {
+		err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
+			var err error
+			out, err = s.applyTx(ctx, tx, a, p, opt, h)
+			return err
+		})
+		return out, err
+	}
+}
+
+// claimThenApply claims the plan, runs the apply's transaction and, for a
 // plan with OIDC material, the federation writes; a claim that does not
 // apply is released.
-func (s *Service) claimAndApply(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
+func (s *Service) claimThenApply(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
 	token := randomBase32(26)
+	h := hold{token: token}
 	if err := s.claim(ctx, a, p, token, opt.IdempotencyFingerprint); err != nil {
 		var done *appliedByKey
 		if errors.As(err, &done) {
@@ -173,20 +266,13 @@ func (s *Service) claimAndApply(ctx context.Context, a Actor, p *Plan, req *Appl
 			// the commit (writing OIDC material), a retry is a
 			// config_conflict as after a federation failure. Once the plan
 			// is applied its lease token is gone, and this changes nothing.
-			_ = s.release(ctx, a, p, token, nil)
+			_ = s.release(ctx, a, p, h, nil)
 			panic(v)
 		}
 	}()
 	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
 	defer cancel()
-	run := func() (out *applied, err error) {
-		err = s.db.InTx(applyCtx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-			var err error
-			out, err = s.applyTx(applyCtx, tx, a, p, opt, token)
-			return err
-		})
-		return out, err
-	}
+	run := s.applyRun(applyCtx, a, p, opt, h)
 	out, err := run()
 	if errors.Is(err, ErrCommitUnknown) {
 		var known bool
@@ -195,7 +281,7 @@ func (s *Service) claimAndApply(ctx context.Context, a Actor, p *Plan, req *Appl
 		}
 	}
 	if err != nil {
-		return ApplyResult{}, s.failedApply(ctx, a, p, token, err)
+		return ApplyResult{}, s.failedApply(ctx, a, p, h, err)
 	}
 	if out.material {
 		if err := s.writeMaterial(ctx, a, p, req, token, out); err != nil {
@@ -213,16 +299,16 @@ func (s *Service) claimAndApply(ctx context.Context, a Actor, p *Plan, req *Appl
 	return ApplyResult{Plan: res}, nil
 }
 
-// failedApply releases the claim of an apply whose transaction failed with
-// err, and answers it: a domain error as it is, the database's trouble as
+// failedApply ends an apply whose transaction failed with err (release),
+// and answers it: a domain error as it is, the database's trouble as
 // service_unavailable.
-func (s *Service) failedApply(ctx context.Context, a Actor, p *Plan, token string, err error) error {
+func (s *Service) failedApply(ctx context.Context, a Actor, p *Plan, h hold, err error) error {
 	var de *Error
 	if errors.As(err, &de) {
-		return s.release(ctx, a, p, token, de)
+		return s.release(ctx, a, p, h, de)
 	}
 	s.log.ErrorContext(ctx, "apply failed", "plan_id", p.ID, "error", err)
-	_ = s.release(ctx, a, p, token, nil)
+	_ = s.release(ctx, a, p, h, nil)
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Code: CodeServiceUnavailable, Detail: "the directory is temporarily unavailable; nothing was written",
 			Extra: map[string]any{"retry_after": 1}}
@@ -243,10 +329,18 @@ func retryOfKey(p *Plan, fingerprint string) (replay bool, err error) {
 	case StatusApplied:
 		return true, nil
 	case StatusApplying:
-		return false, &Error{Code: CodeIdempotencyKeyInUse, Detail: "a request with this Idempotency-Key is still applying the plan",
-			Extra: map[string]any{"retry_after": 1}}
+		return false, errKeyInUse()
 	}
 	return false, nil
+}
+
+func errKeyInUse() *Error {
+	return &Error{Code: CodeIdempotencyKeyInUse, Detail: "a request with this Idempotency-Key is still applying the plan",
+		Extra: map[string]any{"retry_after": 1}}
+}
+
+func errBeingApplied() *Error {
+	return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is being applied", Extra: map[string]any{"plan_status": StatusApplying}}
 }
 
 // appliedByKey reports that a claim lost to the request that holds the
@@ -326,47 +420,77 @@ func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprin
 	if claimed {
 		return nil
 	}
-	cur, err := s.loadPlan(ctx, p.EnvironmentID, p.ID)
-	if err != nil {
-		return err
+	replay, err := s.notClaimed(ctx, a, p, fingerprint)
+	if replay != nil {
+		return &appliedByKey{plan: replay}
 	}
-	if replay, err := retryOfKey(cur, fingerprint); replay {
-		return &appliedByKey{plan: cur}
-	} else if err != nil {
-		return err
-	}
-	if err := s.checkApplicable(ctx, a, cur, false); err != nil {
-		return err
-	}
-	return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is being applied", Extra: map[string]any{"plan_status": StatusApplying}}
+	return err
 }
 
-// release ends a claim that did not apply: the plan returns to planned, or
-// becomes conflicted on a config_conflict, and the rejection is recorded.
-// It runs even when the request's context is gone.
-func (s *Service) release(ctx context.Context, a Actor, p *Plan, token string, e *Error) error {
+// notClaimed answers an apply that could not claim p, from the plan as it
+// is now: replay is the plan when the same Idempotency-Key request applied
+// it; otherwise err says why it is not applicable, or that it is being
+// applied.
+func (s *Service) notClaimed(ctx context.Context, a Actor, p *Plan, fingerprint string) (replay *Plan, err error) {
+	cur, err := s.loadPlan(ctx, p.EnvironmentID, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if replayed, err := retryOfKey(cur, fingerprint); replayed {
+		return cur, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if err := s.checkApplicable(ctx, a, cur, false); err != nil {
+		return nil, err
+	}
+	return nil, errBeingApplied()
+}
+
+// release ends an apply that did not happen, held by h, and records why
+// (e; nil: an internal error): a claimed plan returns to planned, or
+// becomes conflicted on a config_conflict; a plan that the transaction was
+// to claim itself did not move, and becomes conflicted on a
+// config_conflict if it is still claimable. Its history gets apply_started
+// (for the latter) and the rejection. It runs even when the request's
+// context is gone.
+func (s *Service) release(ctx context.Context, a Actor, p *Plan, h hold, e *Error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	end, event := (*configdb.Tx).RejectClaim, "apply_rejected"
+	conflict := e != nil && e.Code == CodeConfigConflict
+	event := "apply_rejected"
 	data := map[string]any{}
 	if e != nil {
 		data["code"] = e.Code
-		if e.Code == CodeConfigConflict {
-			end, event = (*configdb.Tx).MarkConflicted, "apply_conflicted"
+		if conflict {
+			event = "apply_conflicted"
 			data["errors"] = e.Errors
 			// The versions may have moved because this very plan wrote its
 			// records before the federation service failed: say so, since
 			// "create a new plan" then means "to write the missing material".
-			if failed, err := s.db.HasEvent(ctx, p.key(), "federation_failed"); err == nil && failed {
-				e.Detail = "this plan's records were written before the federation service failed, so the plan cannot be applied again; " +
-					"create a new plan of the same document: it writes only the missing OIDC material"
+			if h.token != "" {
+				if failed, err := s.db.HasEvent(ctx, p.key(), "federation_failed"); err == nil && failed {
+					e.Detail = "this plan's records were written before the federation service failed, so the plan cannot be applied again; " +
+						"create a new plan of the same document: it writes only the missing OIDC material"
+				}
 			}
 		}
 	} else {
 		data["code"] = CodeInternalError
 	}
+	ev := *eventRow(a, p.ID, event, data)
 	err := s.db.InStatementDetached(ctx, func(tx *configdb.Tx) error {
-		_, err := end(tx, ctx, p.key(), token, *eventRow(a, p.ID, event, data))
+		var err error
+		switch {
+		case h.token != "" && conflict:
+			_, err = tx.MarkConflicted(ctx, p.key(), h.token, ev)
+		case h.token != "":
+			_, err = tx.RejectClaim(ctx, p.key(), h.token, ev)
+		case conflict:
+			_, err = tx.ConflictApply(ctx, p.key(), *h.started, ev)
+		default:
+			err = tx.RejectApply(ctx, *h.started, ev)
+		}
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package plans
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -28,10 +29,30 @@ type applied struct {
 	plan *Plan
 }
 
-// applyTx runs the phases of an apply in tx. Validating only (token ""),
-// it stops after the writes, which the caller rolls back.
-func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, opt ApplyOptions, token string) (*applied, error) {
-	st, err := loadApplyState(ctx, tx, a.EnvironmentID, p)
+// hold is how an apply's transaction holds its plan: by the claim whose
+// lease token is token, or by claiming it itself (started is then the
+// apply_started event, recorded with the outcome). With neither, the
+// transaction only validates: it stops after the writes, which the caller
+// rolls back.
+type hold struct {
+	token   string
+	started *configdb.PlanEventRow
+}
+
+func (h hold) validateOnly() bool { return h.token == "" && h.started == nil }
+
+// errNotClaimable ends an apply's transaction that was to claim its plan
+// and found it no longer claimable: applied, expired or conflicted since it
+// was loaded (notClaimed answers it).
+var errNotClaimable = errors.New("the plan is no longer claimable")
+
+// applyTx runs the phases of an apply in tx.
+func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan, opt ApplyOptions, h hold) (*applied, error) {
+	var claim *configdb.Claim
+	if h.started != nil {
+		claim = &configdb.Claim{Plan: p.key(), Fingerprint: opt.IdempotencyFingerprint}
+	}
+	st, err := loadApplyState(ctx, tx, a.EnvironmentID, p, claim)
 	if err != nil {
 		return nil, err
 	}
@@ -54,11 +75,11 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 		}
 	}
 	writes, kinds := resourceWrites(a, p, st.cur, out)
-	if token == "" {
+	if h.validateOnly() {
 		return out, tx.WriteResources(ctx, a.EnvironmentID, writes)
 	}
 	// The writes go with the record (RecordApplyOutcome).
-	rec := configdb.ApplyRecord{EnvironmentID: a.EnvironmentID, Kinds: kinds, Keep: s.cfg.RevisionLimit, Plan: p.key(), Token: token,
+	rec := configdb.ApplyRecord{EnvironmentID: a.EnvironmentID, Kinds: kinds, Keep: s.cfg.RevisionLimit, Plan: p.key(), Token: h.token,
 		Writes: writes}
 	if len(rev.resources) > 0 {
 		id := NewID(PrefixRevision)
@@ -69,10 +90,21 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	}
 	rec.Logs = applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID)
 	out.logID = rec.Logs[0].ID
-	rec.Applied, rec.Event = s.appliedRecord(tx, a, p, opt, rev.counts, out)
+	if h.started != nil {
+		rec.Events = append(rec.Events, *h.started)
+	}
+	var done *configdb.PlanEventRow
+	rec.Applied, done = s.appliedRecord(tx, a, p, opt, rev.counts, out)
+	if done != nil {
+		rec.Events = append(rec.Events, *done)
+	}
 	recorded, pruned, err := tx.RecordApplyOutcome(ctx, rec)
 	if err != nil {
 		return nil, err
+	}
+	if !recorded && h.token == "" {
+		// The plan was locked as claimable: only a bug reaches this.
+		return nil, errNotClaimable
 	}
 	if !recorded {
 		return nil, &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
@@ -88,7 +120,8 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 // checks need. It locks the environment, reading the resources the plan
 // needs, the generations and the policies with the lock (LockForApply):
 // the applies of one environment never interleave (see LockEnvironment).
-func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan) (*applyState, error) {
+// With claim, it also locks the plan, or answers errNotClaimable.
+func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan, claim *configdb.Claim) (*applyState, error) {
 	n := newNeed()
 	post := &postState{specs: map[string]json.RawMessage{}}
 	for _, c := range p.Changes {
@@ -100,9 +133,12 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan)
 		n.resource(c.Kind, c.Key, c.Spec)
 		post.specs[resourceRef(c.Kind, c.Key)] = c.Spec
 	}
-	head, rows, err := tx.LockForApply(ctx, envID, kindStrings(append(slices.Clone(p.Types), p.ReferencingTypes...)), n.selection())
+	head, rows, err := tx.LockForApply(ctx, envID, kindStrings(append(slices.Clone(p.Types), p.ReferencingTypes...)), n.selection(), claim)
 	if err != nil {
 		return nil, err
+	}
+	if claim != nil && !head.Claimable {
+		return nil, errNotClaimable
 	}
 	cur := stateOf(rows, false)
 	post.cur = cur

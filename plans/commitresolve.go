@@ -35,6 +35,10 @@ const maxCommitUnknown = 3
 //     503, and the claim is left to its lease (a release could undo writes
 //     it cannot see).
 //
+// With token "", the transaction was to claim the plan itself
+// (applyInTx): not committed, it runs again whatever the plan's state,
+// since a run that finds the plan no longer claimable answers why.
+//
 // known is false in the last case: the caller answers err and must not
 // release the claim.
 func (s *Service) resolveApplyCommit(ctx context.Context, p *Plan, token string, out *applied, err error,
@@ -48,7 +52,7 @@ func (s *Service) resolveApplyCommit(ctx context.Context, p *Plan, token string,
 		case committed:
 			s.log.InfoContext(ctx, "an apply's commit answer was lost, and the apply had committed", "plan_id", p.ID)
 			return out, true, nil
-		case !claimed:
+		case !claimed && token != "":
 			return nil, false, unavailableApply("the directory became unavailable while the apply committed; nothing was written")
 		case tries >= maxCommitUnknown:
 			return nil, true, err

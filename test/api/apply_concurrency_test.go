@@ -331,3 +331,47 @@ func assertEveryTypeApplied(t *testing.T, k *applyEnv, docs []string, answers []
 		t.Errorf("%d revisions, want %d", c, len(docs))
 	}
 }
+
+// TestApplyWithoutMaterialClaimsThePlanInItsTransaction: on PostgreSQL a
+// plan that writes no OIDC material is claimed by the apply's own
+// transaction. Held inside it, the plan is still planned for readers and
+// has no apply_started event yet; a concurrent apply of the plan, on
+// another replica, is answered at once (409 applying) instead of waiting
+// for it. Once it commits, the history holds the whole apply.
+func TestApplyWithoutMaterialClaimsThePlanInItsTransaction(t *testing.T) {
+	t.Parallel()
+	if apitest.Backend() == apitest.BackendEmbedded {
+		t.Skip("SQLite has no row locks: every plan is claimed by a statement of its own first")
+	}
+	hooks, entered, release := idemSlowApply()
+	k := newApplyEnv(t, apitest.Options{Hooks: hooks})
+	defer release()
+	replica := apitest.Setup(t, apitest.Options{Replica: k.e})
+	id := k.planID(envSettings("Held"), false)
+	done := make(chan *apitest.Response, 1)
+	go func() { done <- k.e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":apply"}) }()
+	<-entered
+
+	if s := k.planStatus(id); s != "planned" {
+		t.Errorf("stored status during the apply = %q, want planned (nothing committed yet)", s)
+	}
+	if got := eventTypes(k.events(id)); !slices.Equal(got, []string{"plan_created"}) {
+		t.Errorf("events during the apply = %v", got)
+	}
+	r := replica.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":apply"})
+	if r.Status != http.StatusConflict || r.Code() != "config_plan_not_applicable" || r.JSON()["plan_status"] != "applying" {
+		t.Errorf("concurrent apply: %d %s", r.Status, r.Body)
+	}
+
+	release()
+	if first := <-done; first.Status != http.StatusOK || first.JSON()["status"] != "applied" {
+		t.Fatalf("apply: %d %s", first.Status, first.Body)
+	}
+	if got := eventTypes(k.events(id)); !slices.Equal(got, []string{"plan_created", "apply_started", "apply_succeeded"}) {
+		t.Errorf("events = %v", got)
+	}
+	r = replica.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":apply"})
+	if r.Status != http.StatusConflict || r.Code() != "config_plan_not_applicable" || r.JSON()["plan_status"] != "applied" {
+		t.Errorf("apply after the apply: %d %s", r.Status, r.Body)
+	}
+}

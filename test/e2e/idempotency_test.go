@@ -82,9 +82,9 @@ func TestSameKeyRacedOnTwoProcessesAppliesOnce(t *testing.T) {
 
 // TestRetryStormOnTwoProcessesWithFlushDBAppliesOnce: 100 requests of one
 // apply with one key over two processes. The first is held inside its
-// transaction (the test holds a lock of the environment's row that the
-// apply takes first) while the Redis database is flushed; it is flushed again
-// after the apply.
+// transaction (the test holds a lock of the environment's row, which the
+// apply takes after the plan's) while the Redis database is flushed; it is
+// flushed again after the apply.
 func TestRetryStormOnTwoProcessesWithFlushDBAppliesOnce(t *testing.T) {
 	c := newCluster(t, 2)
 	id := c.plan("storm")
@@ -92,7 +92,7 @@ func TestRetryStormOnTwoProcessesWithFlushDBAppliesOnce(t *testing.T) {
 	ctx := context.Background()
 
 	// NO KEY UPDATE: it holds back the apply's own lock of the row, not the
-	// foreign-key checks of the rows written before (the claim's event).
+	// foreign-key checks of the rows written before (a plan's events).
 	lock := c.DB.DB.Begin()
 	if err := lock.Exec("SELECT id FROM environments WHERE id = ? FOR NO KEY UPDATE", c.EnvID).Error; err != nil {
 		t.Fatal(err)
@@ -110,9 +110,12 @@ func TestRetryStormOnTwoProcessesWithFlushDBAppliesOnce(t *testing.T) {
 	}
 	results := make(chan result, 100)
 	go func() { results <- result{0, c.do(c.Nodes[0], "POST", path, map[string]any{}, "storm")} }()
-	// Wait until the first request has claimed the plan and waits for the lock.
+	// Wait until the first request holds the plan and waits for the lock:
+	// its transaction claims the plan (no OIDC material), so that it holds
+	// the plan's row and the advisory lock of its key's fingerprint.
 	deadline := time.Now().Add(20 * time.Second)
-	for c.count("SELECT count(*) FROM config_plans WHERE id = ? AND status = 'applying'", id) == 0 {
+	for c.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the first apply never claimed the plan")
 		}
@@ -142,7 +145,7 @@ func TestRetryStormOnTwoProcessesWithFlushDBAppliesOnce(t *testing.T) {
 	if err := c.Redis.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	send(21, 41) // no Redis record; the plan says applying
+	send(21, 41) // no Redis record; the plan is held by the first request's transaction
 	if err := lock.Commit().Error; err != nil {
 		t.Fatal(err)
 	}
