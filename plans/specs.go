@@ -640,17 +640,11 @@ func skipValue(b []byte, i int) (int, bool) {
 	for i < len(b) {
 		switch c := b[i]; c {
 		case '"':
-			i++
-			for i < len(b) && b[i] != '"' {
-				if b[i] == '\\' {
-					i++
-				}
-				i++
-			}
-			if i >= len(b) {
+			end, ok := skipString(b, i+1)
+			if !ok {
 				return 0, false
 			}
-			i++
+			i = end
 		case '{', '[':
 			depth++
 			i++
@@ -675,4 +669,30 @@ func skipValue(b []byte, i int) (int, bool) {
 		}
 	}
 	return i, depth == 0
+}
+
+// skipString returns the end of the string whose content starts at b[i:]
+// (after its closing quote): the first quote that no backslash escapes,
+// any other byte taken as it is. Most of a spec is the text of its
+// strings, so the quote and the backslashes are found by bytes.IndexByte,
+// many bytes at a time, not byte by byte.
+func skipString(b []byte, i int) (int, bool) {
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return 0, false
+		}
+		q += i
+		for {
+			bs := bytes.IndexByte(b[i:q], '\\')
+			if bs < 0 {
+				return q + 1, true
+			}
+			// The backslash escapes the byte after it, which may be
+			// the quote at q: then the search goes on after it.
+			if i += bs + 2; i > q {
+				break
+			}
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans/displayname"
 )
 
@@ -330,4 +331,109 @@ func FuzzUniqueValuesAsTheReference(f *testing.F) {
 	f.Fuzz(func(t *testing.T, spec []byte) {
 		checkUniqueScan(t, spec)
 	})
+}
+
+func BenchmarkUniqueValues(b *testing.B) {
+	p := benchPlan(1000)
+	b.Run("reference", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range p.Changes {
+				uniqueValuesReference(c.Kind, c.Spec)
+			}
+		}
+	})
+	b.Run("UniqueValues", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range p.Changes {
+				UniqueValues(c.Kind, c.Spec)
+			}
+		}
+	})
+}
+
+// checkUniqueValuesReference is row 14 as it was, reading each change's
+// unique values for the holders and again for the check.
+func checkUniqueValuesReference(st *applyState) error {
+	var dups []FieldError
+	holders := map[Kind]map[uniqueKey][]string{}
+	for i, c := range st.plan.Changes {
+		if c.Action != ActionCreate && c.Action != ActionUpdate {
+			continue
+		}
+		for _, u := range uniqueValuesReference(c.Kind, c.Spec) {
+			if holders[c.Kind] == nil {
+				holders[c.Kind] = map[uniqueKey][]string{}
+				st.post.each(c.Kind, func(key string, spec json.RawMessage) {
+					for _, u := range uniqueValuesReference(c.Kind, spec) {
+						holders[c.Kind][u.compared()] = append(holders[c.Kind][u.compared()], key)
+					}
+				})
+			}
+			for _, other := range holders[c.Kind][u.compared()] {
+				if other != c.Key {
+					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: CodeDuplicate,
+						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, QuoteShort(u.Value), resourceRef(c.Kind, other))})
+				}
+			}
+		}
+	}
+	return failing(CodeConflict, "another resource already uses a unique value of this plan", dups)
+}
+
+// genUniqueState is an apply's state whose stored resources and changes
+// draw their keys and unique values from small pools, so that values
+// collide (display names also by case), with deletions, no-ops, changes
+// without a unique value and a resource changed twice.
+func genUniqueState(rng *rand.Rand) *applyState {
+	kinds := []Kind{KindAPI, KindRole, KindConnection, KindApplication}
+	names := []string{"Main", "MAIN", "main", "Other", "CAFE\u0301", "caf\u00e9", ""}
+	spec := func(k Kind) string {
+		v := names[rng.IntN(len(names))]
+		switch rng.IntN(5) {
+		case 0:
+			return `{"description":"none"}`
+		case 1:
+			return fmt.Sprintf(`{"display_name":%q,"identifier":%q,"display_name":"Last"}`, v, v)
+		}
+		return fmt.Sprintf(`{"display_name":%q,"identifier":"https://%s.example","scopes":[{"value":"a"}]}`, v, v)
+	}
+	var rows []*configdb.Resource
+	for n := rng.IntN(8); n > 0; n-- {
+		k := kinds[rng.IntN(len(kinds))]
+		rows = append(rows, stored(k, fmt.Sprintf("k%d", rng.IntN(6)), 1+rng.IntN(3), spec(k)))
+	}
+	var changes []Change
+	for n := rng.IntN(10); n > 0; n-- {
+		k := kinds[rng.IntN(len(kinds))]
+		key := fmt.Sprintf("k%d", rng.IntN(6))
+		switch action := pick(rng, ActionCreate, ActionUpdate, ActionDelete, ActionNoOp); action {
+		case ActionDelete, ActionNoOp:
+			changes = append(changes, Change{Kind: k, Key: key, Action: action})
+		default:
+			changes = append(changes, change(action, k, key, spec(k)))
+		}
+	}
+	return applyFixture(rows, changes...)
+}
+
+// TestCheckUniqueValuesAsTheReference holds row 14 to the former one over
+// generated states. CODEC_SEED=n replays a run.
+func TestCheckUniqueValuesAsTheReference(t *testing.T) {
+	t.Parallel()
+	seed := codecSeed(t)
+	rng := rand.New(rand.NewPCG(seed, seed^0x27d4eb2f))
+	conflicts := 0
+	for i := range 3000 {
+		st := genUniqueState(rng)
+		want := checkUniqueValuesReference(st)
+		if want != nil {
+			conflicts++
+		}
+		if diff := cmp.Diff(want, checkUniqueValues(st)); diff != "" {
+			t.Fatalf("CODEC_SEED=%d, case %d: checkUniqueValues (-reference +got):\n%s", seed, i, diff)
+		}
+	}
+	if conflicts < 300 {
+		t.Fatalf("CODEC_SEED=%d: only %d of the states have a conflict", seed, conflicts)
+	}
 }
