@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -186,11 +187,51 @@ func SecretRef(key string) string {
 // display_name_key, so that a row whose stored key is missing compares all
 // the same.
 func (p *postState) uniqueHolders(k Kind) map[uniqueKey][]string {
-	out := map[uniqueKey][]string{}
-	p.each(k, func(key string, spec json.RawMessage) {
-		for _, u := range UniqueValues(k, spec) {
+	return p.uniqueHoldersOf(k, nil)
+}
+
+// plannedValues are the unique values already read from a planned spec.
+type plannedValues struct {
+	spec   json.RawMessage
+	values []UniqueValue
+}
+
+// uniqueHoldersOf is uniqueHolders, taking the unique values of a resource
+// from planned (by kind/key) when they were read from the very spec the
+// post-plan state holds for it. UniqueValues depends on the spec's bytes
+// only, so bytes.Equal is the whole condition; for the same slice it is a
+// pointer comparison. The resources are visited as the maps give them, not
+// sorted by key as each does: a spec has one value of a field, so a key
+// is at most once in a list, and sorting the few lists of more than one
+// gives the key order.
+func (p *postState) uniqueHoldersOf(k Kind, planned map[string]plannedValues) map[uniqueKey][]string {
+	out := make(map[uniqueKey][]string, len(p.cur[k])+len(planned))
+	add := func(key string, us []UniqueValue) {
+		for _, u := range us {
 			out[u.compared()] = append(out[u.compared()], key)
 		}
-	})
+	}
+	for key, r := range p.cur[k] {
+		if _, planned := p.specs[resourceRef(k, key)]; !planned {
+			add(key, UniqueValues(k, json.RawMessage(r.Spec)))
+		}
+	}
+	prefix := string(k) + "/"
+	for ref, spec := range p.specs {
+		key, ok := strings.CutPrefix(ref, prefix)
+		if !ok || spec == nil {
+			continue // another kind's, or a deletion
+		}
+		if pv, known := planned[ref]; known && bytes.Equal(pv.spec, spec) {
+			add(key, pv.values)
+		} else {
+			add(key, UniqueValues(k, spec))
+		}
+	}
+	for _, keys := range out {
+		if len(keys) > 1 {
+			slices.Sort(keys)
+		}
+	}
 	return out
 }

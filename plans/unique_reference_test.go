@@ -437,3 +437,37 @@ func TestCheckUniqueValuesAsTheReference(t *testing.T) {
 		t.Fatalf("CODEC_SEED=%d: only %d of the states have a conflict", seed, conflicts)
 	}
 }
+
+// BenchmarkApplyUniqueValues is the unique-value work of an apply of
+// P1's plan: the need's (loadApplyState), row 14's and the writes'
+// (displayNameKey), before and now.
+func BenchmarkApplyUniqueValues(b *testing.B) {
+	p := benchPlan(1000)
+	st := applyFixture(nil, p.Changes...)
+	b.Run("reference", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range p.Changes {
+				uniqueValuesReference(c.Kind, c.Spec)
+			}
+			if checkUniqueValuesReference(st) != nil {
+				b.Fatal("a conflict")
+			}
+			for _, c := range p.Changes {
+				displayNameKeyReference(c.Kind, c.Spec)
+			}
+		}
+	})
+	b.Run("now", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range p.Changes {
+				UniqueValues(c.Kind, c.Spec)
+			}
+			if checkUniqueValues(st) != nil {
+				b.Fatal("a conflict")
+			}
+			for _, c := range p.Changes {
+				displayNameKey(c.Kind, c.Spec)
+			}
+		}
+	})
+}
