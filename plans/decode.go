@@ -57,6 +57,10 @@ func compactRaw(raw json.RawMessage) json.RawMessage {
 type recordDecoder struct {
 	src []byte
 	i   int
+	// spec is the last spec read: a creation's diff holds it again
+	// (add "" of the whole spec), which diffOp then takes without
+	// checking it a second time.
+	spec json.RawMessage
 }
 
 // maxRawDepth bounds the nesting of a raw value read here; a deeper one is
@@ -226,6 +230,7 @@ func (d *recordDecoder) record(rc *changeRecord) bool {
 			ok = seen(&mask, 1<<3) && d.intPtr(&c.BaseVersion)
 		case "spec":
 			ok = seen(&mask, 1<<4) && d.raw(&c.Spec)
+			d.spec = c.Spec
 		case "diff":
 			ok = seen(&mask, 1<<5) && d.diff(&c.Diff)
 		case "requires_secret":
@@ -284,7 +289,7 @@ func (d *recordDecoder) diffOp(op *DiffOp) bool {
 		case "old":
 			ok = seen(&mask, 1<<2) && d.raw(&op.Old)
 		case "value":
-			ok = seen(&mask, 1<<3) && d.raw(&op.Value)
+			ok = seen(&mask, 1<<3) && d.rawAgain(&op.Value, d.spec)
 		default:
 			return false
 		}
@@ -429,6 +434,22 @@ func (d *recordDecoder) raw(dst *json.RawMessage) bool {
 	return true
 }
 
+// rawAgain is raw for a value that may be the bytes of known, a value
+// raw read before: those are taken without checking them again. An object
+// or an array ends at its closing bracket, so the same bytes are the same
+// value whatever follows them (a number would not be: "1" is a prefix of
+// "12").
+func (d *recordDecoder) rawAgain(dst *json.RawMessage, known json.RawMessage) bool {
+	d.space()
+	if len(known) > 0 && (known[0] == '{' || known[0] == '[') && bytes.HasPrefix(d.src[d.i:], known) {
+		start := d.i
+		d.i += len(known)
+		*dst = d.src[start:d.i:d.i]
+		return true
+	}
+	return d.raw(dst)
+}
+
 // value checks one JSON value with no spaces in it.
 func (d *recordDecoder) value(depth int) bool {
 	if d.i >= len(d.src) {
@@ -516,61 +537,71 @@ func (d *recordDecoder) value(depth int) bool {
 
 // stringEnd checks the string that starts at d.i and returns the index
 // after its closing quote. Like encoding/json, it takes any byte from 0x20
-// on, valid UTF-8 or not.
+// on, valid UTF-8 or not. Most of a spec is the text of its strings: the
+// next quote and the next backslash are found by bytes.IndexByte, many
+// bytes at a time, and the text before them is checked for control
+// characters eight bytes at a time.
 func (d *recordDecoder) stringEnd() (int, bool) {
 	s := d.src
 	i := d.i + 1
-	for i < len(s) {
-		// Eight bytes at a time while none of them is a quote, a
-		// backslash or a control character: most of a spec is text.
-		for i+8 <= len(s) && plainWord(binary.LittleEndian.Uint64(s[i:])) {
-			i += 8
+	for {
+		q := bytes.IndexByte(s[i:], '"')
+		if q < 0 {
+			return 0, false
 		}
-		if i >= len(s) {
-			break
+		q += i
+		// The text up to the quote, or up to the first escape before it.
+		stop := q
+		if bs := bytes.IndexByte(s[i:q], '\\'); bs >= 0 {
+			stop = i + bs
 		}
-		c := s[i]
-		switch {
-		case c == '"':
-			return i + 1, true
-		case c == '\\':
-			if i+1 >= len(s) {
+		if !noControl(s[i:stop]) {
+			return 0, false
+		}
+		if stop == q {
+			return q + 1, true
+		}
+		i = stop
+		if i+1 >= len(s) {
+			return 0, false
+		}
+		switch s[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(s) {
 				return 0, false
 			}
-			switch s[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(s) {
+			for _, h := range s[i+2 : i+6] {
+				if !isHex(h) {
 					return 0, false
 				}
-				for _, h := range s[i+2 : i+6] {
-					if !isHex(h) {
-						return 0, false
-					}
-				}
-				i += 6
-			default:
-				return 0, false
 			}
-		case c < 0x20:
-			return 0, false
+			i += 6
 		default:
-			i++
+			return 0, false
 		}
 	}
-	return 0, false
 }
 
-// plainWord tells whether none of the eight bytes of w is below 0x20, a
-// quote or a backslash (the tests of "Bit Twiddling Hacks" for a byte less
-// than n and a zero byte: exact for whether any byte matches).
-func plainWord(w uint64) bool {
+// noControl tells whether no byte of b is below 0x20, eight at a time
+// (the test of "Bit Twiddling Hacks" for a byte less than n: exact for
+// whether any byte is).
+func noControl(b []byte) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	control := (w - 0x20*ones) &^ w
-	quote := w ^ ('"' * ones)
-	backslash := w ^ ('\\' * ones)
-	return (control|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs == 0
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		if (w-0x20*ones)&^w&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(c byte) bool {

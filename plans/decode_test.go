@@ -2,7 +2,6 @@ package plans
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
@@ -82,6 +81,38 @@ func TestDecodeChangeRecords(t *testing.T) {
 	}
 }
 
+// A creation's diff holds its spec again, which is then not checked a
+// second time: the same bytes must still be the same value, and other
+// bytes (the spec's as a prefix) read as they always were.
+func TestDecodeChangeRecordsOfACreationsDiff(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		spec, value string
+		valid       bool // read here, not left to encoding/json
+	}{
+		{`{"a":[1,{"b":"c"}]}`, `{"a":[1,{"b":"c"}]}`, true}, {`[1,2]`, `[1,2]`, true}, {`{}`, `{}`, true},
+		// The spec's bytes followed by more: another value, or none.
+		{`{"a":1}`, `{"a":1}x`, false}, {`{"a":1}`, `{"a":1}}`, false}, {`{"a":1}`, `{"a":1},{"b":2}`, false}, {`[1]`, `[1]]`, false},
+		// A number, a string or a literal is read again by its scan: "1"
+		// is a prefix of "12".
+		{`1`, `12`, true}, {`1`, `1.5`, true}, {`1`, `1e3`, true}, {`"s"`, `"s"`, true}, {`true`, `true`, true}, {`null`, `null`, true},
+		// Not the spec's bytes.
+		{`{"a":1}`, `{"a":2}`, true}, {`{"a":1}`, `{"a":1 }`, false}, {`{"a":1}`, ` {"a":1}`, true},
+	} {
+		for _, src := range []string{
+			`[{"kind":"api","spec":` + c.spec + `,"diff":[{"op":"add","path":"","value":` + c.value + `}]}]`,
+			`[{"kind":"api","diff":[{"op":"add","path":"","value":` + c.value + `}],"spec":` + c.spec + `}]`,
+			`[{"spec":` + c.spec + `},{"diff":[{"value":` + c.value + `}]}]`,
+		} {
+			checkDecodeRecords(t, []byte(src))
+			d := recordDecoder{src: []byte(src)}
+			if _, ok := d.records(); ok != c.valid {
+				t.Errorf("%s: read here %v, want %v", src, ok, c.valid)
+			}
+		}
+	}
+}
+
 // TestDecodeChangeRecordsOfGeneratedPlans decodes the stored records of
 // random plans: as encoding/json does, and without leaving them to it.
 // CODEC_SEED=n replays a run.
@@ -132,11 +163,11 @@ func BenchmarkDecodeChangeRecords(b *testing.B) {
 	})
 }
 
-func TestPlainWord(t *testing.T) {
+func TestNoControl(t *testing.T) {
 	t.Parallel()
-	plain := func(b []byte) bool {
+	want := func(b []byte) bool {
 		for _, c := range b {
-			if c < 0x20 || c == '"' || c == '\\' {
+			if c < 0x20 {
 				return false
 			}
 		}
@@ -144,15 +175,17 @@ func TestPlainWord(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, fill := range []byte{'a', ' ', 0x21, 0x7f, 0x80, 0xff, 0x1f, '"'} {
-		for pos := range 8 {
-			for c := range 256 {
-				b := bytes.Repeat([]byte{fill}, 8)
-				b[pos] = byte(c)
-				if rng.IntN(2) == 0 {
-					b[rng.IntN(8)] = byte(rng.IntN(256))
-				}
-				if got, want := plainWord(binary.LittleEndian.Uint64(b)), plain(b); got != want {
-					t.Fatalf("plainWord(%q) = %v, want %v", b, got, want)
+		for n := range 20 {
+			for pos := range n {
+				for c := range 256 {
+					b := bytes.Repeat([]byte{fill}, n)
+					b[pos] = byte(c)
+					if rng.IntN(2) == 0 {
+						b[rng.IntN(n)] = byte(rng.IntN(256))
+					}
+					if got := noControl(b); got != want(b) {
+						t.Fatalf("noControl(%q) = %v", b, got)
+					}
 				}
 			}
 		}
