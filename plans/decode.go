@@ -114,7 +114,10 @@ func (d *recordDecoder) records() ([]changeRecord, bool) {
 		if !ok {
 			return nil, false
 		}
-		recs = []changeRecord{}
+		// One record for each "kind" member of the text (most are
+		// records', a spec's few ones cost a record's place): growing the
+		// records as they come copied them at every doubling.
+		recs = make([]changeRecord, 0, bytes.Count(d.src[d.i:], []byte(`{"kind":`)))
 		for more {
 			recs = append(recs, changeRecord{})
 			if !d.record(&recs[len(recs)-1]) {
