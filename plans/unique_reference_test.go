@@ -170,8 +170,7 @@ func genSpecText(rng *rand.Rand) []byte {
 			b = append(b, " \t\n\r"[rng.IntN(4)])
 		}
 	}
-	var str func()
-	str = func() {
+	str := func() {
 		b = append(b, '"')
 		for n := rng.IntN(40); n > 0; n-- {
 			switch rng.IntN(12) {
