@@ -187,6 +187,48 @@ func specRecords(n int, row func(i int) (kind, key string, version int, resource
 	return b.String()
 }
 
+// logRecords is the jsonb parameter of the log rows, each {"id", "type",
+// "created_at", "api_key_id", "request_id", "plan_id", "revision_id",
+// "data"}, built by appending, as specRecords is: an entry's data is JSON
+// the domain encoded, which encoding/json would validate and compact
+// again, once per changed resource.
+func logRecords(logs []LogRow) string {
+	b := make([]byte, 0, len(logs)*256)
+	str := func(name, s string) {
+		b = append(b, name...)
+		b = canonjson.AppendString(b, s)
+	}
+	optional := func(name string, s *string) {
+		if s == nil {
+			b = append(append(b, name...), "null"...)
+			return
+		}
+		str(name, *s)
+	}
+	b = append(b, '[')
+	for i, l := range logs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		str(`{"id":`, l.ID)
+		str(`,"type":`, l.Type)
+		b = append(b, `,"created_at":"`...)
+		b = append(l.CreatedAt.AppendFormat(b, time.RFC3339Nano), '"')
+		str(`,"api_key_id":`, l.APIKeyID)
+		str(`,"request_id":`, l.RequestID)
+		optional(`,"plan_id":`, l.PlanID)
+		optional(`,"revision_id":`, l.RevisionID)
+		b = append(b, `,"data":`...)
+		if len(l.Data) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, l.Data...)
+		}
+		b = append(b, '}')
+	}
+	return string(append(b, ']'))
+}
+
 // mustRecords is rows as one jsonb parameter (a string: the driver must
 // not take a byte slice for bytea).
 func mustRecords(rows any) string {
@@ -275,24 +317,10 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 		prune = "SELECT count(*) FROM pr"
 	}
 	if len(r.Logs) > 0 {
-		type logRec struct {
-			ID         string          `json:"id"`
-			Type       string          `json:"type"`
-			CreatedAt  time.Time       `json:"created_at"`
-			APIKeyID   string          `json:"api_key_id"`
-			RequestID  string          `json:"request_id"`
-			PlanID     *string         `json:"plan_id"`
-			RevisionID *string         `json:"revision_id"`
-			Data       json.RawMessage `json:"data"`
-		}
-		rows := make([]logRec, len(r.Logs))
-		for i, l := range r.Logs {
-			rows[i] = logRec{l.ID, l.Type, l.CreatedAt, l.APIKeyID, l.RequestID, l.PlanID, l.RevisionID, json.RawMessage(l.Data)}
-		}
 		add("l", `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
 			SELECT ?, t.id, t.type, t.created_at, t.api_key_id, t.request_id, t.plan_id, t.revision_id, t.data
 			FROM jsonb_to_recordset(?::jsonb) AS t(id text, type text, created_at timestamptz, api_key_id text, request_id text,
-				plan_id text, revision_id text, data jsonb)`, r.EnvironmentID, mustRecords(rows))
+				plan_id text, revision_id text, data jsonb)`, r.EnvironmentID, logRecords(r.Logs))
 	}
 	set, setArgs := appliedSet(r.Applied, tx.Now)
 	cond, condArgs := heldBy(r.Plan, r.Token, tx.Now)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
+	"github.com/keenauth/configplans/canonjson"
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/revisions"
 )
@@ -280,9 +282,20 @@ func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Co
 		typ := map[string]string{ActionCreate: "created", ActionUpdate: "updated", ActionDelete: "deleted"}[c.Action]
 		logs = append(logs, configdb.LogRow{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: string(c.Kind) + "." + typ, CreatedAt: tx.Now,
 			APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID,
-			Data: mustJSON(map[string]any{"kind": c.Kind, "key": c.Key, "version": v})})
+			Data: changeLogData(c.Kind, c.Key, v)})
 	}
 	return logs
+}
+
+// changeLogData is the data of a changed resource's log entry,
+// {"key","kind","version"}, appended: encoding/json took a map through
+// reflection and sorted its keys, once per change.
+func changeLogData(kind Kind, key string, version int) []byte {
+	b := make([]byte, 0, 40+len(key))
+	b = canonjson.AppendString(append(b, `{"key":`...), key)
+	b = canonjson.AppendString(append(b, `,"kind":`...), string(kind))
+	b = strconv.AppendInt(append(b, `,"version":`...), int64(version), 10)
+	return append(b, '}')
 }
 
 // appliedRecord is what the apply records on the plan: applied when it
