@@ -3,8 +3,8 @@ package plans
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/keenauth/configplans/canonjson"
 )
@@ -114,7 +114,7 @@ func diffCanonical(before, after []byte) []DiffOp {
 	case after == nil:
 		return append(ops, DiffOp{Op: "remove", Path: "", Old: before})
 	}
-	return diffValues(ops, "", "", before, after)
+	return diffValues(ops, "", shapes, before, after)
 }
 
 // canonicalForDiff is a spec in canonical form, nil for an absent one (no
@@ -155,10 +155,22 @@ func decodeForDiff(raw json.RawMessage) (v any, ok bool) {
 	return v, true
 }
 
+// An elementID is the identity of an array element: the canonical tokens
+// of up to two string members (one for a string element), compared as
+// slices of the element, so that naming an element allocates nothing. Two
+// pairs of string tokens are equal when the tokens are: a token begins and
+// ends with its quote and holds no bare one, so the pair is as exact a name
+// as the tokens written one after the other.
+type elementID [2][]byte
+
+func (x elementID) equal(y elementID) bool {
+	return bytes.Equal(x[0], y[0]) && bytes.Equal(x[1], y[1])
+}
+
 // An elementIdentity names an array element (canonical JSON): two elements
 // with the same identity are the same element, changed or not. ok is false
 // for an element that has no identity (not of the shape the array holds).
-type elementIdentity func(element []byte) (id string, ok bool)
+type elementIdentity func(element []byte) (id elementID, ok bool)
 
 // identityArrays are the arrays of the specs whose elements have an
 // identity (§13), by their shape: the pointer to the array with every
@@ -174,50 +186,85 @@ var identityArrays = map[string]elementIdentity{
 	"/api_grants":          membersIdentity("api"),
 }
 
+// A shapeNode is a shape of identityArrays or a prefix of one: the walk
+// follows the tree by the escaped names of the members it enters ("*" for
+// an array element, as in the shapes) instead of writing the shape of every
+// value it visits. A value whose shape is no prefix has a nil node, and
+// nothing under it is an identity array.
+type shapeNode struct {
+	identity elementIdentity // nil: no identity array has this shape
+	next     map[string]*shapeNode
+}
+
+// child is the node of the member named name of n's value ("*" for its
+// elements). A name that escaping changes (one with '~' or '/') is in no
+// shape.
+func (n *shapeNode) child(name []byte) *shapeNode {
+	if n == nil || needsEscape(name) {
+		return nil
+	}
+	return n.next[string(name)]
+}
+
+// shapes is the tree of identityArrays, rooted at the shape "" of a spec.
+var shapes = func() *shapeNode {
+	root := &shapeNode{}
+	for shape, id := range identityArrays {
+		n := root
+		for _, k := range strings.Split(shape, "/")[1:] {
+			if n.next == nil {
+				n.next = map[string]*shapeNode{}
+			}
+			if n.next[k] == nil {
+				n.next[k] = &shapeNode{}
+			}
+			n = n.next[k]
+		}
+		n.identity = id
+	}
+	return root
+}()
+
 // stringIdentity identifies a string by its canonical token, which is one
 // per string.
-func stringIdentity(element []byte) (string, bool) {
+func stringIdentity(element []byte) (elementID, bool) {
 	if element[0] != '"' {
-		return "", false
+		return elementID{}, false
 	}
-	return string(element), true
+	return elementID{element}, true
 }
 
 // membersIdentity identifies an object element by the string members
-// named: their canonical tokens one after the other, which a string's
-// closing quote keeps apart.
+// named (one or two): their canonical tokens.
 func membersIdentity(members ...string) elementIdentity {
-	return func(element []byte) (string, bool) {
+	if len(members) < 1 || len(members) > len(elementID{}) {
+		panic("plans: an element identity is one or two members")
+	}
+	return func(element []byte) (elementID, bool) {
+		var id elementID
 		if element[0] != '{' {
-			return "", false
+			return id, false
 		}
-		if len(members) == 1 {
-			v := memberValue(element, members[0])
-			if v == nil || v[0] != '"' {
-				return "", false
-			}
-			return string(v), true
-		}
-		var id []byte
-		for _, m := range members {
+		for i, m := range members {
 			v := memberValue(element, m)
 			if v == nil || v[0] != '"' {
-				return "", false
+				return elementID{}, false
 			}
-			id = append(id, v...)
+			id[i] = v
 		}
-		return string(id), true
+		return id, true
 	}
 }
 
 // diffValues appends the operations from before to after (canonical JSON)
-// at path; shape is path with every array index written as "*".
-func diffValues(ops []DiffOp, path, shape string, before, after []byte) []DiffOp {
+// at path; shape is the node of path's shape (nil for a shape under which
+// no array has identities).
+func diffValues(ops []DiffOp, path string, shape *shapeNode, before, after []byte) []DiffOp {
 	if bytes.Equal(before, after) {
 		return ops
 	}
-	if id, ok := identityArrays[shape]; ok && before[0] == '[' && after[0] == '[' {
-		return diffArray(ops, path, shape, arrayElements(before), arrayElements(after), before, after, id)
+	if shape != nil && shape.identity != nil && before[0] == '[' && after[0] == '[' {
+		return diffArray(ops, path, shape, before, after)
 	}
 	if before[0] != '{' || after[0] != '{' {
 		return append(ops, DiffOp{Op: "replace", Path: path, Old: before, Value: after})
@@ -238,21 +285,42 @@ func diffValues(ops []DiffOp, path, shape string, before, after []byte) []DiffOp
 		}
 		switch {
 		case c < 0:
-			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + PointerEscape(string(bName)), Old: bv})
+			ops = append(ops, DiffOp{Op: "remove", Path: childPath(path, bName), Old: bv})
 			bi, bName, bv = nextMember(before, bi)
 		case c > 0:
-			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + PointerEscape(string(aName)), Value: av})
+			ops = append(ops, DiffOp{Op: "add", Path: childPath(path, aName), Value: av})
 			ai, aName, av = nextMember(after, ai)
 		default:
 			if !bytes.Equal(bv, av) {
-				k := PointerEscape(string(bName))
-				ops = diffValues(ops, path+"/"+k, shape+"/"+k, bv, av)
+				ops = diffValues(ops, childPath(path, bName), shape.child(bName), bv, av)
 			}
 			bi, bName, bv = nextMember(before, bi)
 			ai, aName, av = nextMember(after, ai)
 		}
 	}
 	return ops
+}
+
+// childPath is the pointer to the member named name of the value at path.
+func childPath(path string, name []byte) string {
+	if needsEscape(name) {
+		return path + "/" + PointerEscape(string(name))
+	}
+	return path + "/" + string(name)
+}
+
+// needsEscape reports whether PointerEscape changes name.
+func needsEscape(name []byte) bool {
+	return bytes.IndexByte(name, '~') >= 0 || bytes.IndexByte(name, '/') >= 0
+}
+
+// An element is an element of an array whose elements have an identity:
+// its bytes, its identity and whether the other array has an element of
+// the same identity (kept).
+type element struct {
+	value []byte
+	id    elementID
+	kept  bool
 }
 
 // diffArray compares two arrays whose elements have an identity, in the
@@ -264,92 +332,130 @@ func diffValues(ops []DiffOp, path, shape string, before, after []byte) []DiffOp
 // in another order in after, or an element has no identity, or an identity
 // repeats within one array (validation refuses duplicates in every one of
 // these arrays, so only a spec stored unvalidated could hold one), the
-// whole array is one replace. wholeBefore and wholeAfter are the arrays.
-func diffArray(ops []DiffOp, path, shape string, before, after [][]byte, wholeBefore, wholeAfter []byte, identity elementIdentity) []DiffOp {
+// whole array is one replace. shape is the array's node.
+//
+// The elements of arrays of up to smallIndex elements (every array of a
+// valid spec but a long list of scopes or callback URLs) are kept on the
+// stack and found by a scan, so that comparing them allocates nothing.
+func diffArray(ops []DiffOp, path string, shape *shapeNode, before, after []byte) []DiffOp {
 	replace := func() []DiffOp {
-		return append(ops, DiffOp{Op: "replace", Path: path, Old: wholeBefore, Value: wholeAfter})
+		return append(ops, DiffOp{Op: "replace", Path: path, Old: before, Value: after})
 	}
-	bIDs, bIndex, ok := identities(before, identity)
+	var bBuf, aBuf [smallIndex]element
+	bs, bIndex, ok := identities(bBuf[:0], before, shape.identity)
 	if !ok {
 		return replace()
 	}
-	aIDs, aIndex, ok := identities(after, identity)
+	as, aIndex, ok := identities(aBuf[:0], after, shape.identity)
 	if !ok {
 		return replace()
 	}
-	var keptBefore, keptAfter []string
-	for _, id := range bIDs {
-		if aIndex.find(id) >= 0 {
-			keptBefore = append(keptBefore, id)
+	for i := range bs {
+		bs[i].kept = aIndex.find(as, bs[i].id) >= 0
+	}
+	for i := range as {
+		as[i].kept = bIndex.find(bs, as[i].id) >= 0
+	}
+	// The kept elements, in the order of before and in that of after, must
+	// be the same list: the n-th kept of one is then the n-th of the other.
+	for i, j := 0, 0; ; i, j = i+1, j+1 {
+		i, j = nextKept(bs, i), nextKept(as, j)
+		if i == len(bs) || j == len(as) {
+			if i != len(bs) || j != len(as) {
+				return replace()
+			}
+			break
+		}
+		if !bs[i].id.equal(as[j].id) {
+			return replace()
 		}
 	}
-	for _, id := range aIDs {
-		if bIndex.find(id) >= 0 {
-			keptAfter = append(keptAfter, id)
+	for i := len(bs) - 1; i >= 0; i-- {
+		if !bs[i].kept {
+			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + strconv.Itoa(i), Old: bs[i].value})
 		}
 	}
-	if !slices.Equal(keptBefore, keptAfter) {
-		return replace()
-	}
-	for i := len(before) - 1; i >= 0; i-- {
-		if aIndex.find(bIDs[i]) < 0 {
-			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + strconv.Itoa(i), Old: before[i]})
+	elements := shape.child([]byte("*"))
+	for n, i, j := 0, nextKept(bs, 0), nextKept(as, 0); i < len(bs); n, i, j = n+1, nextKept(bs, i+1), nextKept(as, j+1) {
+		if b, a := bs[i].value, as[j].value; !bytes.Equal(b, a) {
+			ops = diffValues(ops, path+"/"+strconv.Itoa(n), elements, b, a)
 		}
 	}
-	for i, id := range keptBefore {
-		if b, a := before[bIndex.find(id)], after[aIndex.find(id)]; !bytes.Equal(b, a) {
-			ops = diffValues(ops, path+"/"+strconv.Itoa(i), shape+"/*", b, a)
-		}
-	}
-	for i, id := range aIDs {
-		if bIndex.find(id) < 0 {
-			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: after[i]})
+	for i := range as {
+		if !as[i].kept {
+			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: as[i].value})
 		}
 	}
 	return ops
 }
 
-// identities returns the identity of every element and their index; ok
-// is false when an element has none or an identity repeats.
-func identities(list [][]byte, identity elementIdentity) (ids []string, index idIndex, ok bool) {
-	ids = make([]string, 0, len(list))
-	if len(list) > smallIndex {
-		index.m = make(map[string]int, len(list))
+// nextKept is the index of the first kept element of list at or after i,
+// len(list) for none.
+func nextKept(list []element, i int) int {
+	for i < len(list) && !list[i].kept {
+		i++
 	}
-	for i, e := range list {
+	return i
+}
+
+// identities appends the elements of the canonical array arr to list with
+// their identity, and returns their index; ok is false when an element has
+// none or an identity repeats.
+func identities(list []element, arr []byte, identity elementIdentity) (_ []element, index idIndex, ok bool) {
+	for i := 1; arr[i] != ']'; {
+		end := skipCanonical(arr, i)
+		e := arr[i:end:end]
 		id, ok := identity(e)
-		if !ok || index.find(id) >= 0 {
+		if !ok {
 			return nil, idIndex{}, false
 		}
-		ids = append(ids, id)
-		index.ids = ids
-		if index.m != nil {
-			index.m[id] = i
+		list = append(list, element{value: e, id: id})
+		if i = end; arr[i] == ',' {
+			i++
 		}
 	}
-	return ids, index, true
+	if len(list) > smallIndex {
+		index.m = make(map[string]int, len(list))
+		for i, e := range list {
+			k := string(e.id[0]) + string(e.id[1])
+			if _, dup := index.m[k]; dup {
+				return nil, idIndex{}, false
+			}
+			index.m[k] = i
+		}
+		return list, index, true
+	}
+	for i := range list {
+		for j := range i {
+			if list[i].id.equal(list[j].id) {
+				return nil, idIndex{}, false
+			}
+		}
+	}
+	return list, index, true
 }
 
 // smallIndex is the longest list whose identities are found by a scan
 // rather than a map.
 const smallIndex = 16
 
-// idIndex finds an identity among the elements of a list.
+// idIndex finds an identity among the elements of a list: by a map for a
+// list longer than smallIndex, else by a scan of the list.
 type idIndex struct {
-	ids []string
-	m   map[string]int // for a list longer than smallIndex
+	m map[string]int // identity's tokens one after the other → index
 }
 
-// find returns the index of the element of identity id, -1 for none.
-func (x idIndex) find(id string) int {
+// find returns the index in list (the one index was made for) of the
+// element of identity id, -1 for none.
+func (x idIndex) find(list []element, id elementID) int {
 	if x.m != nil {
-		if i, ok := x.m[id]; ok {
+		if i, ok := x.m[string(id[0])+string(id[1])]; ok {
 			return i
 		}
 		return -1
 	}
-	for i, v := range x.ids {
-		if v == id {
+	for i := range list {
+		if list[i].id.equal(id) {
 			return i
 		}
 	}
@@ -387,19 +493,6 @@ func memberValue(obj []byte, name string) []byte {
 		}
 	}
 	return nil
-}
-
-// arrayElements splits a canonical array into its elements.
-func arrayElements(arr []byte) [][]byte {
-	var out [][]byte
-	for i := 1; arr[i] != ']'; {
-		end := skipCanonical(arr, i)
-		out = append(out, arr[i:end:end])
-		if i = end; arr[i] == ',' {
-			i++
-		}
-	}
-	return out
 }
 
 // skipCanonical returns the end of the canonical value at b[i].

@@ -263,6 +263,20 @@ func TestDiffAgreesWithTheDiffOfDecodedValues(t *testing.T) {
 	}
 	odd = append(odd, `{"callback_urls":[`+strings.Join(long, ",")+`]}`, `{"callback_urls":[`+strings.Join(longer, ",")+`]}`,
 		`{"callback_urls":[`+strings.Join(long[:30], ",")+`,"dup","dup"]}`)
+	// A member named "*" has the shape of an array element; two-member
+	// identities past the longest list found by a scan; the same list with
+	// one element moved, or one element repeated, or one without its
+	// identity.
+	odd = append(odd, `{"api_grants":{"*":{"scopes":["a","b"]}}}`, `{"api_grants":{"*":{"scopes":["b","c"]}}}`,
+		`{"scopes":[{"value":"a"},{"value":"a","description":"x"}]}`, `{"scopes":[{"value":"a"},{"value":"a","description":"y"}]}`)
+	var perms []string
+	for i := range 20 {
+		perms = append(perms, fmt.Sprintf(`{"api":"a%d","scope":"s%d"}`, i%3, i))
+	}
+	moved := append(slices.Clone(perms[1:]), perms[0])
+	odd = append(odd, `{"permissions":[`+strings.Join(perms, ",")+`]}`, `{"permissions":[`+strings.Join(perms[2:], ",")+`,{"api":"b","scope":"s"}]}`,
+		`{"permissions":[`+strings.Join(moved, ",")+`]}`, `{"permissions":[`+strings.Join(perms, ",")+`,`+perms[5]+`]}`,
+		`{"permissions":[`+strings.Join(perms, ",")+`,{"api":"a"}]}`, `{"permissions":[{"api":"a0s","scope":"1"},{"api":"a0","scope":"s1"}]}`)
 	for _, x := range odd {
 		for _, y := range odd {
 			if !checkSameDiff(t, "", []byte(x), []byte(y)) {
@@ -351,5 +365,15 @@ func BenchmarkDiff(b *testing.B) {
 	before, now := benchSpecs()
 	for b.Loop() {
 		_ = Diff(now, before)
+	}
+}
+
+// BenchmarkDiffCanonical is the walk of P10's revision diff alone: two
+// canonical api specs whose first scope's description differs.
+func BenchmarkDiffCanonical(b *testing.B) {
+	before, now := benchSpecs()
+	now = canonical(now)
+	for b.Loop() {
+		_ = diffCanonical(now, before)
 	}
 }
