@@ -2,9 +2,11 @@ package canonjson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -197,4 +199,97 @@ func FuzzAppendAgreesWithEncodingJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { check(t, b) })
+}
+
+// TestPlainWordIsEveryBytePlain holds the eight-byte test of scanString to
+// the byte-by-byte one: every byte value at every place among plain
+// bytes, and random words.
+func TestPlainWordIsEveryBytePlain(t *testing.T) {
+	t.Parallel()
+	plainByte := func(c byte) bool { return plainASCII[c] || c == 0x7f }
+	want := func(x uint64) bool {
+		for i := range 8 {
+			if !plainByte(byte(x >> (8 * i))) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, fill := range []byte{'a', ' ', '!', '#', '[', ']', '~', 0x7f} {
+		for at := range 8 {
+			for c := range 256 {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[at] = byte(c)
+				x := binary.LittleEndian.Uint64(w[:])
+				if got := plainWord(x); got != want(x) {
+					t.Fatalf("plainWord(%q) = %v", w, got)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 1_000_000 {
+		x := rng.Uint64()
+		if rng.IntN(2) == 0 {
+			x &^= 0x8080808080808080 // ASCII only, so that plain words are common
+		}
+		if got := plainWord(x); got != want(x) {
+			t.Fatalf("plainWord(%#x) = %v", x, got)
+		}
+	}
+}
+
+// TestLongStringsAgreeWithEncodingJSON puts every kind of byte that needs
+// a look at every place of strings longer than a word, so that it falls
+// inside, at the edge of and after the eight-byte runs of scanString.
+func TestLongStringsAgreeWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	specials := []string{`"`, `\\`, `\"`, `\u0041`, `\u00e9`, `\u2028`, "\u2028", "é", "\x01", "\x7f", "\xff", `\n`, `\/`, `\q`, "<", "&"}
+	for n := range 34 {
+		for at := 0; at <= n; at++ {
+			for _, sp := range specials {
+				s := strings.Repeat("x", at) + sp + strings.Repeat("y", n-at)
+				check(t, []byte(`"`+s+`"`))
+				check(t, []byte(`{"k":"`+s+`","a":["`+s+`"]}`))
+				check(t, []byte(`"`+s)) // no closing quote
+			}
+		}
+	}
+}
+
+// benchSpec is an api spec of the benchmarks' size (about 600 bytes, most
+// of it in descriptions), canonical and in jsonb's form.
+func benchSpec() (canonical, spaced []byte) {
+	var scopes, spacedScopes []string
+	for i := range 4 {
+		d := fmt.Sprintf("Scope %d of api-00001. %s", i, strings.Repeat("It lets a client read the catalogue. ", 3)[:90])
+		scopes = append(scopes, fmt.Sprintf(`{"description":%q,"value":"items-%02d:read"}`, d, i))
+		spacedScopes = append(spacedScopes, fmt.Sprintf(`{"value": "items-%02d:read", "description": %q}`, i, d))
+	}
+	canonical = []byte(`{"display_name":"Bench API api-00001","identifier":"https://api.bench.example/api-00001","scopes":[` +
+		strings.Join(scopes, ",") + `],"token_lifetime_seconds":3600}`)
+	spaced = []byte(`{"scopes": [` + strings.Join(spacedScopes, ", ") + `], "identifier": "https://api.bench.example/api-00001", ` +
+		`"display_name": "Bench API api-00001", "token_lifetime_seconds": 3600}`)
+	return canonical, spaced
+}
+
+func BenchmarkAppend(b *testing.B) {
+	_, spaced := benchSpec()
+	buf := make([]byte, 0, 1024)
+	for b.Loop() {
+		buf, _ = Append(buf[:0], spaced)
+	}
+}
+
+func BenchmarkPrefixLen(b *testing.B) {
+	canonical, _ := benchSpec()
+	if PrefixLen(canonical) != len(canonical) {
+		b.Fatal("not canonical")
+	}
+	for b.Loop() {
+		_ = PrefixLen(canonical)
+	}
 }
