@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/keenauth/configplans/canonjson"
-	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/revisions"
 )
 
@@ -111,26 +110,28 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 		return nil, err
 	}
 	// A kind of which the revision holds many resources is read whole, in
-	// one query, like an export; the others by key.
-	var sel configdb.Selection
+	// one query, like an export; the others by key. Only the version and
+	// the spec of each are read.
+	var kinds []string
+	var keys [][2]string
 	perKind := map[string]int{}
 	for _, r := range rev.Resources {
 		perKind[r.Kind]++
 	}
 	for k, n := range perKind {
 		if n >= wholeKindAt {
-			sel.Kinds = append(sel.Kinds, k)
+			kinds = append(kinds, k)
 		}
 	}
 	for _, r := range rev.Resources {
 		if perKind[r.Kind] < wholeKindAt {
-			sel.Keys = append(sel.Keys, [2]string{r.Kind, r.Key})
+			keys = append(keys, [2]string{r.Kind, r.Key})
 		}
 	}
-	slices.Sort(sel.Kinds)
+	slices.Sort(kinds)
 	now := state{}
-	if len(sel.Keys)+len(sel.Kinds) > 0 {
-		rows, err := s.db.LoadResources(ctx, a.EnvironmentID, sel)
+	if len(keys)+len(kinds) > 0 {
+		rows, err := s.db.LoadSpecs(ctx, a.EnvironmentID, kinds, keys)
 		if err != nil {
 			return nil, err
 		}
