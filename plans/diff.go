@@ -167,10 +167,12 @@ func (x elementID) equal(y elementID) bool {
 	return bytes.Equal(x[0], y[0]) && bytes.Equal(x[1], y[1])
 }
 
-// An elementIdentity names an array element (canonical JSON): two elements
-// with the same identity are the same element, changed or not. ok is false
-// for an element that has no identity (not of the shape the array holds).
-type elementIdentity func(element []byte) (id elementID, ok bool)
+// An elementIdentity reads the array element (canonical JSON) at arr[i]:
+// where it ends and its identity, two elements with the same identity
+// being the same element, changed or not. ok is false for an element that
+// has no identity (not of the shape the array holds), and end is then not
+// set. Reading the end and the identity together reads an element once.
+type elementIdentity func(arr []byte, i int) (end int, id elementID, ok bool)
 
 // identityArrays are the arrays of the specs whose elements have an
 // identity (§13), by their shape: the pointer to the array with every
@@ -227,11 +229,12 @@ var shapes = func() *shapeNode {
 
 // stringIdentity identifies a string by its canonical token, which is one
 // per string.
-func stringIdentity(element []byte) (elementID, bool) {
-	if element[0] != '"' {
-		return elementID{}, false
+func stringIdentity(arr []byte, i int) (int, elementID, bool) {
+	if arr[i] != '"' {
+		return 0, elementID{}, false
 	}
-	return elementID{element}, true
+	end := skipCanonical(arr, i)
+	return end, elementID{arr[i:end:end]}, true
 }
 
 // membersIdentity identifies an object element by the string members
@@ -240,19 +243,26 @@ func membersIdentity(members ...string) elementIdentity {
 	if len(members) < 1 || len(members) > len(elementID{}) {
 		panic("plans: an element identity is one or two members")
 	}
-	return func(element []byte) (elementID, bool) {
+	return func(arr []byte, i int) (int, elementID, bool) {
 		var id elementID
-		if element[0] != '{' {
-			return id, false
+		if arr[i] != '{' {
+			return 0, id, false
 		}
-		for i, m := range members {
-			v := memberValue(element, m)
-			if v == nil || v[0] != '"' {
-				return elementID{}, false
+		// A canonical object names a member once.
+		j, name, value := nextMember(arr, i+1)
+		for ; name != nil; j, name, value = nextMember(arr, j) {
+			for k, m := range members {
+				if string(name) == m {
+					id[k] = value
+				}
 			}
-			id[i] = v
 		}
-		return id, true
+		for k := range members {
+			if id[k] == nil || id[k][0] != '"' {
+				return 0, elementID{}, false
+			}
+		}
+		return j + 1, id, true // j is at the object's '}'
 	}
 }
 
@@ -403,13 +413,11 @@ func nextKept(list []element, i int) int {
 // none or an identity repeats.
 func identities(list []element, arr []byte, identity elementIdentity) (_ []element, index idIndex, ok bool) {
 	for i := 1; arr[i] != ']'; {
-		end := skipCanonical(arr, i)
-		e := arr[i:end:end]
-		id, ok := identity(e)
+		end, id, ok := identity(arr, i)
 		if !ok {
 			return nil, idIndex{}, false
 		}
-		list = append(list, element{value: e, id: id})
+		list = append(list, element{value: arr[i:end:end], id: id})
 		if i = end; arr[i] == ',' {
 			i++
 		}
@@ -482,17 +490,6 @@ func nextMember(obj []byte, i int) (next int, name, value []byte) {
 		next++
 	}
 	return next, name, value
-}
-
-// memberValue is the value of the member named name of the canonical
-// object obj, nil for none.
-func memberValue(obj []byte, name string) []byte {
-	for i, n, v := nextMember(obj, 1); n != nil; i, n, v = nextMember(obj, i) {
-		if string(n) == name {
-			return v
-		}
-	}
-	return nil
 }
 
 // skipCanonical returns the end of the canonical value at b[i].
