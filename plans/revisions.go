@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,8 +138,19 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 		}
 		now.add(rows, false) // made canonical below, by a scan
 	}
+	// Today's specs are made canonical into one buffer, of which each is a
+	// slice (canonical JSON is no longer than jsonb's, which spaces it),
+	// and their versions are one slice: not an allocation for each.
+	size := 0
+	for _, byKey := range now {
+		for _, r := range byKey {
+			size += len(r.Spec)
+		}
+	}
+	arena := make([]byte, 0, size)
+	versions := make([]int, len(rev.Resources))
 	out := &RevisionDiff{Object: "config_revision_diff", RevisionID: rev.ID, Resources: make([]RevisionDiffResource, 0, len(rev.Resources))}
-	for _, r := range rev.Resources {
+	for i, r := range rev.Resources {
 		// A revision's specs are canonical as revisions.Get reads them
 		// (it makes those of older rows so); the current ones come in
 		// jsonb's form on PostgreSQL.
@@ -147,9 +159,9 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 			d.SpecBefore = r.SpecBefore
 		}
 		if cur := now.get(Kind(r.Kind), r.Key); cur != nil {
-			v := cur.Version
-			d.VersionNow = &v
-			if d.SpecNow, err = revisionSpec(cur.Spec); err != nil {
+			versions[i] = cur.Version
+			d.VersionNow = &versions[i]
+			if arena, d.SpecNow, err = revisionSpec(arena, cur.Spec); err != nil {
 				return nil, err
 			}
 		}
@@ -159,15 +171,32 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 	return out, nil
 }
 
-// revisionSpec is a spec of a revision diff in canonical form, nil for
-// none; bytes that are not JSON are an error, as they were when the answer
-// was encoded by encoding/json.
-func revisionSpec(raw []byte) (json.RawMessage, error) {
-	b, ok := canonicalForDiff(raw)
-	if !ok {
-		return nil, errors.New("revision diff: a spec is not JSON")
+// revisionSpec is a spec of a revision diff in canonical form (as
+// canonicalForDiff makes it), nil for none, appended to arena unless it is
+// canonical already; bytes that are not JSON are an error, as they were
+// when the answer was encoded by encoding/json.
+func revisionSpec(arena, raw []byte) (_ []byte, spec json.RawMessage, _ error) {
+	switch {
+	case canonjson.IsCanonical(raw):
+		spec = raw[:len(raw):len(raw)]
+	case len(bytes.TrimSpace(raw)) == 0:
+		return arena, nil, nil
+	default:
+		start := len(arena)
+		out, ok := canonjson.Append(arena, raw)
+		if !ok {
+			// Nested too deep for the scan, or not JSON.
+			if spec, ok = canonicalForDiff(raw); !ok {
+				return arena, nil, errors.New("revision diff: a spec is not JSON")
+			}
+			return arena, spec, nil
+		}
+		arena, spec = out, out[start:len(out):len(out)]
 	}
-	return b, nil
+	if string(spec) == "null" {
+		return arena, nil, nil
+	}
+	return arena, spec, nil
 }
 
 // AppendJSON appends the JSON of the diff: what encoding/json writes for

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -39,16 +40,17 @@ func TestRevisionDiffAppendJSONIsTheEncodingJSONAnswer(t *testing.T) {
 	}
 	one, two := 1, 2
 	d := &RevisionDiff{Object: "config_revision_diff", RevisionID: "cfgr_<&>\"é", Resources: []RevisionDiffResource{}}
+	var arena []byte
 	add := func(kind, key string, vb, vn *int, before, now string) {
 		r := RevisionDiffResource{Kind: kind, Key: key, VersionBefore: vb, VersionNow: vn}
 		var err error
 		if before != "" {
-			if r.SpecBefore, err = revisionSpec([]byte(before)); err != nil {
+			if arena, r.SpecBefore, err = revisionSpec(arena, []byte(before)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if now != "" {
-			if r.SpecNow, err = revisionSpec([]byte(now)); err != nil {
+			if arena, r.SpecNow, err = revisionSpec(arena, []byte(now)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -105,6 +107,41 @@ func TestAppendDiffOpIsMarshalJSON(t *testing.T) {
 		got := appendDiffOp(nil, op)
 		if !reflect.DeepEqual(decodeValue(t, got), decodeValue(t, want)) {
 			t.Errorf("appendDiffOp = %s, MarshalJSON %s", got, want)
+		}
+	}
+}
+
+// TestRevisionSpecIsCanonicalForDiff: the specs revisionSpec appends to one
+// buffer are each what canonicalForDiff makes of it, and stay so while the
+// buffer grows past its capacity; bytes that are not JSON are an error.
+func TestRevisionSpecIsCanonicalForDiff(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat("[", 600) + strings.Repeat("]", 600)
+	inputs := []string{`{"b": 1, "a": [2, {"d": "x", "c": null}]}`, `{"a":1}`, "", "  ", "null", " null ", `"s"`, "[]", deep,
+		`{"z": "é \u00e9 <&>", "y": "\u2028"}`, `{"a": 1, "a": 2}`, `{"a":1} x`}
+	rng := rand.New(rand.NewPCG(8, 9))
+	for range 300 {
+		inputs = append(inputs, string(spaced(canonicalJSON(genApplication(rng)))))
+	}
+	arena := make([]byte, 0, 16)
+	var got []json.RawMessage
+	for _, in := range inputs {
+		var spec json.RawMessage
+		var err error
+		if arena, spec, err = revisionSpec(arena, []byte(in)); err != nil {
+			t.Fatalf("revisionSpec(%q): %v", in, err)
+		}
+		got = append(got, spec)
+	}
+	for i, in := range inputs {
+		want, ok := canonicalForDiff([]byte(in))
+		if !ok || !bytes.Equal(got[i], want) || (got[i] == nil) != (want == nil) {
+			t.Fatalf("revisionSpec(%q) = %q, canonicalForDiff %q (ok %v)", in, got[i], want, ok)
+		}
+	}
+	for _, bad := range []string{"{", "nope", `[1,`} {
+		if _, _, err := revisionSpec(nil, []byte(bad)); err == nil {
+			t.Errorf("revisionSpec(%q) took bytes that are not JSON", bad)
 		}
 	}
 }
