@@ -120,3 +120,41 @@ func firstDifference(a, b []string) string {
 	}
 	return strings.Join(append(a[min(len(a), len(b)):], b[min(len(a), len(b)):]...), "\n")
 }
+
+// benchSpecsDB is a PostgreSQL database holding 1,000 api specs of P10's
+// size.
+func benchSpecsDB(b *testing.B) *configdb.DB {
+	g := testdb.New(b).DB
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := g.Create(&configdb.Environment{ID: "env_a", Name: "env_a", CreatedAt: now}).Error; err != nil {
+		b.Fatal(err)
+	}
+	var rows []configdb.Resource
+	for i := range 1000 {
+		spec := fmt.Sprintf(`{"identifier": "https://api.bench.example/r-%05d", "scopes": [{"value": "items-00:read", "description": "%s"}]}`, i, strings.Repeat("d", 500))
+		rows = append(rows, configdb.Resource{EnvironmentID: "env_a", Kind: "api", Key: fmt.Sprintf("r-%05d", i), Version: 2,
+			Spec: configdb.JSON(spec), CreatedAt: now, UpdatedAt: now})
+	}
+	if err := g.CreateInBatches(rows, 500).Error; err != nil {
+		b.Fatal(err)
+	}
+	return configdb.New(g, func() time.Time { return now }, configdb.Options{})
+}
+
+func BenchmarkLoadSpecs(b *testing.B) {
+	db := benchSpecsDB(b)
+	for b.Loop() {
+		if _, err := db.LoadSpecs(context.Background(), "env_a", []string{"api"}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoadResources(b *testing.B) {
+	db := benchSpecsDB(b)
+	for b.Loop() {
+		if _, err := db.LoadResources(context.Background(), "env_a", configdb.Selection{Kinds: []string{"api"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
