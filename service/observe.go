@@ -88,60 +88,89 @@ func probe(path string) bool {
 // The line never holds a request body: method, route template, status,
 // duration, the request's ids and the ids of the plan or revision it is
 // about.
+//
+// The line is written once the answer has left (sendAnswer): the client
+// does not wait for the log's write.
 func (s *Server) observe(c *gin.Context) {
 	start := time.Now()
 	if s.d.Hooks.OnRequestStart != nil {
 		s.d.Hooks.OnRequestStart()
 	}
+	finished := false
 	defer func() {
-		d := time.Since(start)
-		route := c.FullPath()
-		if route == "" {
-			route = "unmatched"
+		// A panic that net/http answers itself (http.ErrAbortHandler)
+		// passes through here: its request is logged all the same.
+		if !finished {
+			s.logRequest(c, time.Since(start))
 		}
-		status := c.Writer.Status()
-		if s.d.Hooks.OnRequest != nil {
-			s.d.Hooks.OnRequest(c.Request.Method, route, status, d)
-		}
-		attrs := []slog.Attr{
-			slog.String("method", c.Request.Method),
-			slog.String("route", route),
-			slog.Int("status", status),
-			slog.Float64("duration_ms", math.Round(float64(d.Microseconds()))/1000),
-			slog.String("request_id", requestID(c)),
-		}
-		if route == "unmatched" {
-			attrs = append(attrs, slog.String("path", c.Request.URL.Path))
-		}
-		for _, k := range []string{"environment_id", "api_key_id"} {
-			if v := c.GetString(k); v != "" {
-				attrs = append(attrs, slog.String(k, v))
-			}
-		}
-		if id := resourceID(c, "/v1/config-plans/:id", plans.PrefixPlan); id != "" {
-			attrs = append(attrs, slog.String("plan_id", id))
-		}
-		if id := resourceID(c, "/v1/config-revisions/:id", plans.PrefixRevision); id != "" {
-			attrs = append(attrs, slog.String("revision_id", id))
-		}
-		if code := c.GetString(problemCodeKey); code != "" {
-			attrs = append(attrs, slog.String("code", code))
-		}
-		if c.Writer.Header().Get("Idempotent-Replayed") == "true" {
-			attrs = append(attrs, slog.Bool("replayed", true))
-		}
-		level := slog.LevelInfo
-		switch {
-		case probe(c.Request.URL.Path) && status < 500:
-			level = slog.LevelDebug
-		case status == http.StatusInternalServerError:
-			level = slog.LevelError
-		case status >= 500:
-			level = slog.LevelWarn
-		}
-		s.d.Log.LogAttrs(c.Request.Context(), level, "request", attrs...)
 	}()
 	c.Next()
+	finished = true
+	d := time.Since(start)
+	sendAnswer(c)
+	s.logRequest(c, d)
+}
+
+// sendAnswer sends the client an answer that write made whole (with its
+// Content-Length) instead of leaving it in net/http's buffer until the
+// handler returns. It runs when every middleware and handler has returned,
+// so that what a request holds — its in-flight slot, its fleet slot, its
+// body's budget — is given back before the client has the answer and can
+// send the next request.
+func sendAnswer(c *gin.Context) {
+	if c.Writer.Written() && c.Writer.Header().Get("Content-Length") != "" {
+		c.Writer.Flush()
+	}
+}
+
+// logRequest writes the access log line of a request that took d and
+// tells the metrics.
+func (s *Server) logRequest(c *gin.Context, d time.Duration) {
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	status := c.Writer.Status()
+	if s.d.Hooks.OnRequest != nil {
+		s.d.Hooks.OnRequest(c.Request.Method, route, status, d)
+	}
+	attrs := []slog.Attr{
+		slog.String("method", c.Request.Method),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", math.Round(float64(d.Microseconds()))/1000),
+		slog.String("request_id", requestID(c)),
+	}
+	if route == "unmatched" {
+		attrs = append(attrs, slog.String("path", c.Request.URL.Path))
+	}
+	for _, k := range []string{"environment_id", "api_key_id"} {
+		if v := c.GetString(k); v != "" {
+			attrs = append(attrs, slog.String(k, v))
+		}
+	}
+	if id := resourceID(c, "/v1/config-plans/:id", plans.PrefixPlan); id != "" {
+		attrs = append(attrs, slog.String("plan_id", id))
+	}
+	if id := resourceID(c, "/v1/config-revisions/:id", plans.PrefixRevision); id != "" {
+		attrs = append(attrs, slog.String("revision_id", id))
+	}
+	if code := c.GetString(problemCodeKey); code != "" {
+		attrs = append(attrs, slog.String("code", code))
+	}
+	if c.Writer.Header().Get("Idempotent-Replayed") == "true" {
+		attrs = append(attrs, slog.Bool("replayed", true))
+	}
+	level := slog.LevelInfo
+	switch {
+	case probe(c.Request.URL.Path) && status < 500:
+		level = slog.LevelDebug
+	case status == http.StatusInternalServerError:
+		level = slog.LevelError
+	case status >= 500:
+		level = slog.LevelWarn
+	}
+	s.d.Log.LogAttrs(c.Request.Context(), level, "request", attrs...)
 }
 
 // resourceID returns the id of the plan (or revision) a request is about:

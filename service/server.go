@@ -170,6 +170,10 @@ const problemCodeKey = "problem_code"
 
 // write sends a response; errors that are not the contract's are logged.
 // An answer given before the body was read closes the connection.
+//
+// The answer carries its Content-Length, so that observe can send it
+// before the access log line (see sendAnswer), and so that an answer over
+// net/http's 2 KiB buffer is not sent chunked.
 func (s *Server) write(c *gin.Context, r response) {
 	if bodyUnread(c) {
 		c.Writer.Header().Set("Connection", "close")
@@ -182,6 +186,7 @@ func (s *Server) write(c *gin.Context, r response) {
 			c.Writer.Header().Add(k, v)
 		}
 	}
+	c.Writer.Header().Set("Content-Length", strconv.Itoa(len(r.body)))
 	c.Status(r.status)
 	_, _ = c.Writer.Write(r.body)
 	c.Abort()
