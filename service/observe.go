@@ -53,6 +53,9 @@ var traceparent = regexp.MustCompile(`^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16
 // traceID returns the trace id of a well-formed traceparent header ("" if
 // there is none or it is not valid).
 func traceID(h string) string {
+	if h == "" {
+		return ""
+	}
 	m := traceparent.FindStringSubmatch(h)
 	if m == nil || m[1] == "ff" || (m[1] == "00" && m[5] != "") ||
 		m[2] == strings.Repeat("0", 32) || m[3] == strings.Repeat("0", 16) {
@@ -134,13 +137,15 @@ func (s *Server) logRequest(c *gin.Context, d time.Duration) {
 	if s.d.Hooks.OnRequest != nil {
 		s.d.Hooks.OnRequest(c.Request.Method, route, status, d)
 	}
-	attrs := []slog.Attr{
+	// Room for every attribute of a line, so that it is not grown.
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs,
 		slog.String("method", c.Request.Method),
 		slog.String("route", route),
 		slog.Int("status", status),
 		slog.Float64("duration_ms", math.Round(float64(d.Microseconds()))/1000),
 		slog.String("request_id", requestID(c)),
-	}
+	)
 	if route == "unmatched" {
 		attrs = append(attrs, slog.String("path", c.Request.URL.Path))
 	}
@@ -282,16 +287,26 @@ func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
 	if !ok {
 		return h.Handler.Handle(ctx, r)
 	}
-	has := map[string]bool{}
+	// Every request logs its access line, which has its request_id: the
+	// record is copied only when something is missing.
+	needID, needTrace := true, info.traceID != ""
 	r.Attrs(func(a slog.Attr) bool {
-		has[a.Key] = true
-		return true
+		switch a.Key {
+		case "request_id":
+			needID = false
+		case "trace_id":
+			needTrace = false
+		}
+		return needID || needTrace
 	})
+	if !needID && !needTrace {
+		return h.Handler.Handle(ctx, r)
+	}
 	r = r.Clone()
-	if !has["request_id"] {
+	if needID {
 		r.AddAttrs(slog.String("request_id", info.id))
 	}
-	if info.traceID != "" && !has["trace_id"] {
+	if needTrace {
 		r.AddAttrs(slog.String("trace_id", info.traceID))
 	}
 	return h.Handler.Handle(ctx, r)
