@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -8,6 +9,7 @@ import (
 	"hash"
 	"net/url"
 	"slices"
+	"sync"
 )
 
 // fingerprintVersion starts every fingerprinted encoding. Plans keep the
@@ -30,41 +32,77 @@ const fingerprintVersion = "keenauth-idempotency-fingerprint-v1"
 // is fingerprinted as sent, marked so that it cannot collide with a
 // canonical one.
 func Fingerprint(secret []byte, method, route string, params map[string]string, rawQuery string, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	writeField(m, []byte(fingerprintVersion))
-	writeField(m, []byte(method))
-	writeField(m, []byte(route))
+	f := getFingerprinter(secret)
+	defer f.put()
+	// The fields before the body are appended to one buffer and hashed by
+	// one Write; the body, which can be megabytes, is hashed where it is.
+	// The bytes hashed are those of the encoding above.
+	b := appendField(f.buf[:0], fingerprintVersion)
+	b = appendField(b, method)
+	b = appendField(b, route)
 
-	names := make([]string, 0, len(params))
+	var nameStack [4]string
+	names := nameStack[:0]
 	for name := range params {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	writeCount(m, len(names))
+	b = appendCount(b, len(names))
 	for _, name := range names {
-		writeField(m, []byte(name))
-		writeField(m, []byte(params[name]))
+		b = appendField(b, name)
+		b = appendField(b, params[name])
 	}
 
-	if q, err := url.ParseQuery(rawQuery); err == nil {
-		writeField(m, []byte("canonical"))
-		writeField(m, []byte(q.Encode()))
+	// An empty query is canonical as it is (url.Values{}.Encode() is "").
+	if rawQuery == "" {
+		b = appendField(b, "canonical")
+		b = appendField(b, "")
+	} else if q, err := url.ParseQuery(rawQuery); err == nil {
+		b = appendField(b, "canonical")
+		b = appendField(b, q.Encode())
 	} else {
-		writeField(m, []byte("raw"))
-		writeField(m, []byte(rawQuery))
+		b = appendField(b, "raw")
+		b = appendField(b, rawQuery)
 	}
+	b = appendCount(b, len(body))
+	f.buf = b
 
-	writeField(m, body)
-	return hex.EncodeToString(m.Sum(nil))
+	f.mac.Write(b)
+	f.mac.Write(body)
+	return hex.EncodeToString(f.mac.Sum(f.sum[:0]))
 }
 
-func writeCount(h hash.Hash, n int) {
-	var buf [8]byte
-	binary.BigEndian.PutUint64(buf[:], uint64(n))
-	h.Write(buf[:])
+// A fingerprinter is an HMAC keyed by one secret and a buffer, kept in a
+// pool between requests: every request with an Idempotency-Key is
+// fingerprinted (a replay too), and hmac.New costs more allocations than
+// the rest of the fingerprint. Reset returns an HMAC to its keyed state.
+type fingerprinter struct {
+	secret []byte
+	mac    hash.Hash
+	buf    []byte
+	sum    [sha256.Size]byte
 }
 
-func writeField(h hash.Hash, b []byte) {
-	writeCount(h, len(b))
-	h.Write(b)
+var fingerprinters sync.Pool
+
+func getFingerprinter(secret []byte) *fingerprinter {
+	if f, ok := fingerprinters.Get().(*fingerprinter); ok && bytes.Equal(f.secret, secret) {
+		f.mac.Reset()
+		return f
+	}
+	return &fingerprinter{secret: bytes.Clone(secret), mac: hmac.New(sha256.New, secret), buf: make([]byte, 0, 256)}
+}
+
+func (f *fingerprinter) put() {
+	if cap(f.buf) <= 4<<10 {
+		fingerprinters.Put(f)
+	}
+}
+
+func appendCount(b []byte, n int) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(n))
+}
+
+func appendField(b []byte, f string) []byte {
+	return append(appendCount(b, len(f)), f...)
 }

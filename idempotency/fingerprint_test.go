@@ -121,3 +121,37 @@ func with[T any](v T, change func(*T)) T {
 	change(&v)
 	return v
 }
+
+// TestFingerprintEncodingIsStable pins fingerprints computed by the first
+// encoding: applied plans keep them (SPEC §9), so a change of the bytes
+// hashed must come with a new fingerprintVersion, never silently.
+func TestFingerprintEncodingIsStable(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"everything", Fingerprint([]byte("s3cret"), "POST", "/v1/config-plans/:plan_id",
+			map[string]string{"plan_id": "cfgp_01m4qpqtywfs7930tb6kqn5rc5:apply", "env": "env_1"}, "validate_only=true&b=2",
+			[]byte(`{"confirm_deletions":["connection/legacy"]}`)), "a5ea1d4955bbdf2fe7745ab659ec9c539dc57bacba61048a8a2d21477cb3641f"},
+		{"an apply", Fingerprint([]byte("bench-idempotency-secret"), "POST", "/v1/config-plans/:id",
+			map[string]string{"id": "cfgp_01m4qpqtywfs7930tb6kqn5rc5:apply"}, "", []byte(`{}`)),
+			"125d891708b8b825cd7aaee5813ff5f18af5c1f264ef86b9c42dacc4222bcf15"},
+		{"unparsable query", Fingerprint(nil, "POST", "/v1/x", nil, "a=%zz", nil), "2d14f94b368103b5d008a38d9d1056cadb9c3c0424f1dba3403d8a2e3a5680a0"},
+		{"large body", Fingerprint([]byte("k"), "POST", "/v1/config-plans", nil, "", make([]byte, 70000)),
+			"86b027d2a72f130a9f16985b156b8b1c9c1aa88e8dbf5a64e9fc1b398545e354"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: fingerprint %s, want %s", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+func BenchmarkFingerprint(b *testing.B) {
+	params := map[string]string{"id": "cfgp_01m4qpqtywfs7930tb6kqn5rc5:apply"}
+	b.ReportAllocs()
+	for b.Loop() {
+		Fingerprint([]byte("bench-idempotency-secret"), "POST", "/v1/config-plans/:id", params, "", []byte(`{}`))
+	}
+}
