@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,14 +44,25 @@ func NewRedisStore(rdb redis.UniversalClient, prefix string) *RedisStore {
 
 func (s *RedisStore) redisKey(scope, key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return s.prefix + "idem:{" + scope + "}:" + hex.EncodeToString(sum[:])
+	var b strings.Builder
+	b.Grow(len(s.prefix) + len("idem:{}:") + len(scope) + hex.EncodedLen(len(sum)))
+	b.WriteString(s.prefix)
+	b.WriteString("idem:{")
+	b.WriteString(scope)
+	b.WriteString("}:")
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	b.Write(h[:])
+	return b.String()
 }
 
 var _ Store = (*RedisStore)(nil)
 
 // claimScript: KEYS[1] record; ARGV fingerprint, new owner token, lease ms.
+// One HMGET reads what any outcome needs: a replay, the most frequent
+// answer of a record that exists, needs no second call.
 var claimScript = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'state', 'fp')
+local v = redis.call('HMGET', KEYS[1], 'state', 'fp', 'status', 'header', 'body')
 if not v[1] then
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'state', 'running', 'fp', ARGV[1], 'owner', ARGV[2])
@@ -61,8 +73,7 @@ if v[2] ~= ARGV[1] then
   return {'mismatch'}
 end
 if v[1] == 'done' then
-  local r = redis.call('HMGET', KEYS[1], 'status', 'header', 'body')
-  return {'replay', r[1], r[2], r[3]}
+  return {'replay', v[3], v[4], v[5]}
 end
 return {'in_use', redis.call('PTTL', KEYS[1])}
 `)
@@ -147,10 +158,11 @@ func parseClaimReply(reply []any) (ClaimResult, error) {
 		if err != nil {
 			return ClaimResult{}, fmt.Errorf("stored status %q: %w", statusText, err)
 		}
-		resp := &Response{Status: status, Body: []byte(body)}
-		if err := json.Unmarshal([]byte(headerJSON), &resp.Header); err != nil {
+		header, err := decodeHeader([]byte(headerJSON))
+		if err != nil {
 			return ClaimResult{}, fmt.Errorf("stored header: %w", err)
 		}
+		resp := &Response{Status: status, Header: header, Body: []byte(body)}
 		return ClaimResult{Outcome: Replay, Response: resp}, nil
 	default:
 		return ClaimResult{}, fmt.Errorf("unknown reply %v", reply)
