@@ -133,7 +133,7 @@ func (s *Server) keyedFingerprint(scope, key, fp string) string {
 // replay. A stored problem is the only answer whose code is not known, so
 // it is read from the stored body here, for the access log.
 func replayed(stored *idempotency.Response) response {
-	r := response{status: stored.Status, header: http.Header{}, body: stored.Body}
+	r := response{status: stored.Status, header: make(http.Header, len(stored.Header)+1), body: stored.Body}
 	for k, v := range stored.Header {
 		r.header.Set(k, v)
 	}

@@ -175,18 +175,24 @@ const problemCodeKey = "problem_code"
 // before the access log line (see sendAnswer), and so that an answer over
 // net/http's 2 KiB buffer is not sent chunked.
 func (s *Server) write(c *gin.Context, r response) {
+	h := c.Writer.Header()
 	if bodyUnread(c) {
-		c.Writer.Header().Set("Connection", "close")
+		h.Set("Connection", "close")
 	}
 	if r.code != "" {
 		c.Set(problemCodeKey, string(r.code))
 	}
 	for k, vs := range r.header {
-		for _, v := range vs {
-			c.Writer.Header().Add(k, v)
+		// A response's header is its own and its keys are canonical (set
+		// by http.Header's methods or written so): its values are taken
+		// as they are, not copied one by one.
+		if len(h[k]) == 0 {
+			h[k] = vs
+		} else {
+			h[k] = append(h[k], vs...)
 		}
 	}
-	c.Writer.Header().Set("Content-Length", strconv.Itoa(len(r.body)))
+	h.Set("Content-Length", strconv.Itoa(len(r.body)))
 	c.Status(r.status)
 	_, _ = c.Writer.Write(r.body)
 	c.Abort()
