@@ -141,18 +141,16 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error
 		}
 		k = cachedKey{envID: row.EnvironmentID, secretHash: row.SecretHash, createdAt: row.CreatedAt, revoked: row.RevokedAt != nil,
 			readAt: time.Now()}
-		if err := json.Unmarshal(row.Permissions, &k.perms); err != nil {
+		var perms []string
+		if err := json.Unmarshal(row.Permissions, &perms); err != nil {
 			return Actor{}, fmt.Errorf("key %s permissions: %w", keyID, err)
 		}
+		k.perms = permissionSet(perms)
 		s.keys.put(keyID, k, epoch)
 	}
 	sum := sha256.Sum256([]byte(secret))
 	if k.envID != envID || subtle.ConstantTimeCompare(sum[:], k.secretHash) != 1 || k.revoked {
 		return Actor{}, ErrUnauthenticated
 	}
-	a := Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: make(map[string]bool, len(k.perms)), KeyCreatedAt: k.createdAt}
-	for _, p := range k.perms {
-		a.Permissions[p] = true
-	}
-	return a, nil
+	return Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: k.perms, KeyCreatedAt: k.createdAt}, nil
 }

@@ -30,10 +30,22 @@ type keyCache struct {
 type cachedKey struct {
 	envID      string
 	secretHash []byte
-	perms      []string
-	createdAt  time.Time
-	revoked    bool
-	readAt     time.Time // time.Now(), monotonic: the injected clock may jump
+	// perms is the set of the key's permissions, built once when the key
+	// is read and shared by the actors of every request it authenticates:
+	// nothing writes to an Actor's Permissions.
+	perms     map[string]bool
+	createdAt time.Time
+	revoked   bool
+	readAt    time.Time // time.Now(), monotonic: the injected clock may jump
+}
+
+// permissionSet is the set of a key's permissions.
+func permissionSet(perms []string) map[string]bool {
+	set := make(map[string]bool, len(perms))
+	for _, p := range perms {
+		set[p] = true
+	}
+	return set
 }
 
 func newKeyCache(ttl time.Duration) *keyCache {
