@@ -93,7 +93,7 @@ func probe(path string) bool {
 // about.
 //
 // The line is written once the answer has left (sendAnswer): the client
-// does not wait for the log's write.
+// does not wait for the log's write. The metrics are told before.
 func (s *Server) observe(c *gin.Context) {
 	start := time.Now()
 	if s.d.Hooks.OnRequestStart != nil {
@@ -104,12 +104,17 @@ func (s *Server) observe(c *gin.Context) {
 		// A panic that net/http answers itself (http.ErrAbortHandler)
 		// passes through here: its request is logged all the same.
 		if !finished {
-			s.logRequest(c, time.Since(start))
+			d := time.Since(start)
+			s.countRequest(c, d)
+			s.logRequest(c, d)
 		}
 	}()
 	c.Next()
 	finished = true
+	// The metrics count the request before the client has its answer (a
+	// scrape right after it sees it); the log line waits.
 	d := time.Since(start)
+	s.countRequest(c, d)
 	sendAnswer(c)
 	s.logRequest(c, d)
 }
@@ -126,17 +131,26 @@ func sendAnswer(c *gin.Context) {
 	}
 }
 
-// logRequest writes the access log line of a request that took d and
-// tells the metrics.
-func (s *Server) logRequest(c *gin.Context, d time.Duration) {
-	route := c.FullPath()
-	if route == "" {
-		route = "unmatched"
+// route is the route template of a request, "unmatched" when no route
+// matched.
+func route(c *gin.Context) string {
+	if r := c.FullPath(); r != "" {
+		return r
 	}
-	status := c.Writer.Status()
+	return "unmatched"
+}
+
+// countRequest tells the metrics of a request that took d.
+func (s *Server) countRequest(c *gin.Context, d time.Duration) {
 	if s.d.Hooks.OnRequest != nil {
-		s.d.Hooks.OnRequest(c.Request.Method, route, status, d)
+		s.d.Hooks.OnRequest(c.Request.Method, route(c), c.Writer.Status(), d)
 	}
+}
+
+// logRequest writes the access log line of a request that took d.
+func (s *Server) logRequest(c *gin.Context, d time.Duration) {
+	route := route(c)
+	status := c.Writer.Status()
 	// Room for every attribute of a line, so that it is not grown.
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs,
