@@ -40,6 +40,22 @@ type ResourceWrites struct {
 	Creates []Resource
 	Updates []ResourceUpdate
 	Deletes []ResourceDeletion
+	// FromPlan, when set, names where the stored plan holds the specs of
+	// the creates and updates: on PostgreSQL the statements read them
+	// there instead of being sent them again.
+	FromPlan *PlanSpecs
+}
+
+// PlanSpecs locates the specs of an apply's writes in its stored plan.
+// The specs are the plan's size, and a parameter carrying them is held
+// three times by the process while it is sent (the parameter, pgx's
+// encoded value and its Bind message: 30 MB for a plan of 10 MB); the
+// plan's row, already in PostgreSQL, holds the same bytes.
+type PlanSpecs struct {
+	Plan PlanKey
+	// Creates[i] and Updates[i] are the positions, in the plan's stored
+	// changes, of the changes of ResourceWrites.Creates[i] and Updates[i].
+	Creates, Updates []int
 }
 
 // WriteResources creates (version 1), updates (to version+1) and deletes
@@ -100,28 +116,58 @@ func (tx *Tx) resourceWrites(envID string, w ResourceWrites) []resourceWrite {
 		out = append(out, resourceWrite{"delete resources", len(rows), `DELETE FROM resources r USING jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int)
 			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, []any{mustRecords(rows), envID}})
 	}
+	// The specs come from the parameter, or from the stored plan's
+	// changes (s), parsed once by json_array_elements and joined on their
+	// position: an index into the json value (changes -> i) would parse it
+	// from its start for every change.
+	spec, from, fromArgs := "t.spec", "", []any(nil)
+	var creates, updates []int
+	if f := w.FromPlan; f != nil {
+		spec, creates, updates = "(s.change->'spec')::jsonb", f.Creates, f.Updates
+		from = `, (SELECT c.change, c.n - 1 AS n FROM config_plans cp, json_array_elements(cp.changes) WITH ORDINALITY AS c(change, n)
+				WHERE cp.environment_id = ? AND cp.id = ?) AS s`
+		fromArgs = []any{f.Plan.EnvironmentID, f.Plan.ID}
+	}
+	joined := ""
+	if from != "" {
+		joined = " AND s.n = t.change"
+	}
 	if len(w.Updates) > 0 {
-		rows := specRecords(len(w.Updates), func(i int) (string, string, int, string, JSON, *string) {
+		rows := specRecords(len(w.Updates), func(i int) writeRecord {
 			u := w.Updates[i]
-			return u.Kind, u.Key, u.Version, "", u.Spec, u.DisplayNameKey
+			return writeRecord{u.Kind, u.Key, u.Version, "", u.Spec, at(updates, i), u.DisplayNameKey}
 		})
-		out = append(out, resourceWrite{"update resources", len(w.Updates), `UPDATE resources r SET spec = t.spec, display_name_key = t.display_name_key,
+		out = append(out, resourceWrite{"update resources", len(w.Updates), `UPDATE resources r SET spec = ` + spec + `, display_name_key = t.display_name_key,
 				version = t.version + 1, updated_at = ?
-			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int, spec jsonb, display_name_key text)
-			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, []any{tx.Now, rows, envID}})
+			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int, spec jsonb, change int, display_name_key text)` + from + `
+			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version` + joined,
+			append(append([]any{tx.Now, rows}, fromArgs...), envID)})
 	}
 	if len(w.Creates) > 0 {
-		rows := specRecords(len(w.Creates), func(i int) (string, string, int, string, JSON, *string) {
+		rows := specRecords(len(w.Creates), func(i int) writeRecord {
 			c := w.Creates[i]
-			return c.Kind, c.Key, 1, c.ResourceID, c.Spec, c.DisplayNameKey
+			return writeRecord{c.Kind, c.Key, 1, c.ResourceID, c.Spec, at(creates, i), c.DisplayNameKey}
 		})
+		where := ""
+		if from != "" {
+			where = " WHERE" + strings.TrimPrefix(joined, " AND")
+		}
 		out = append(out, resourceWrite{"create resources", len(w.Creates), `INSERT INTO resources (environment_id, kind, key, resource_id, version, spec,
 				display_name_key, created_at, updated_at)
-			SELECT ?, t.kind, t.key, t.resource_id, 1, t.spec, t.display_name_key, ?, ?
-			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, resource_id text, spec jsonb, display_name_key text)`,
-			[]any{envID, tx.Now, tx.Now, rows}})
+			SELECT ?, t.kind, t.key, t.resource_id, 1, ` + spec + `, t.display_name_key, ?, ?
+			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, resource_id text, spec jsonb, change int, display_name_key text)` + from + where,
+			append([]any{envID, tx.Now, tx.Now, rows}, fromArgs...)})
 	}
 	return out
+}
+
+// at is positions[i], or -1 when there are no positions (the spec is
+// sent).
+func at(positions []int, i int) int {
+	if positions == nil {
+		return -1
+	}
+	return positions[i]
 }
 
 // execAll runs a write that must change n rows; fewer is a retry.
@@ -136,17 +182,31 @@ func (tx *Tx) execAll(ctx context.Context, what string, n int, sql string, args 
 	return nil
 }
 
+// writeRecord is one resource write of specRecords. Change, when not
+// -1, is the position of the write's change in the stored plan, which
+// holds its spec: the spec is then not sent.
+type writeRecord struct {
+	Kind, Key      string
+	Version        int
+	ResourceID     string
+	Spec           JSON
+	Change         int
+	DisplayNameKey *string
+}
+
 // specRecords is the jsonb parameter of n resource writes, each
-// {"kind","key","version","resource_id","spec","display_name_key"}, built
-// by appending: a spec is canonical JSON already (it was validated and
-// encoded by the domain), and encoding/json would validate and compact
+// {"kind","key","version","resource_id","spec" or "change","display_name_key"},
+// built by appending: a spec is canonical JSON already (it was validated
+// and encoded by the domain), and encoding/json would validate and compact
 // every one again. It is built in a strings.Builder of its final size, so
 // that the string is not one more copy of every spec.
-func specRecords(n int, row func(i int) (kind, key string, version int, resourceID string, spec JSON, displayNameKey *string)) string {
+func specRecords(n int, row func(i int) writeRecord) string {
 	size := 2
 	for i := range n {
-		_, _, _, _, spec, _ := row(i)
-		size += len(spec) + 128
+		if r := row(i); r.Change < 0 {
+			size += len(r.Spec)
+		}
+		size += 128
 	}
 	var b strings.Builder
 	b.Grow(size)
@@ -157,29 +217,33 @@ func specRecords(n int, row func(i int) (kind, key string, version int, resource
 	}
 	b.WriteByte('[')
 	for i := range n {
-		kind, key, version, resourceID, spec, dnk := row(i)
+		r := row(i)
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString(`{"kind":`)
-		str(kind)
+		str(r.Kind)
 		b.WriteString(`,"key":`)
-		str(key)
+		str(r.Key)
 		b.WriteString(`,"version":`)
-		b.WriteString(strconv.Itoa(version))
+		b.WriteString(strconv.Itoa(r.Version))
 		b.WriteString(`,"resource_id":`)
-		str(resourceID)
-		b.WriteString(`,"spec":`)
-		if len(spec) == 0 {
-			b.WriteString("null")
-		} else {
-			b.Write(spec)
+		str(r.ResourceID)
+		switch {
+		case r.Change >= 0:
+			b.WriteString(`,"change":`)
+			b.WriteString(strconv.Itoa(r.Change))
+		case len(r.Spec) == 0:
+			b.WriteString(`,"spec":null`)
+		default:
+			b.WriteString(`,"spec":`)
+			b.Write(r.Spec)
 		}
 		b.WriteString(`,"display_name_key":`)
-		if dnk == nil {
+		if r.DisplayNameKey == nil {
 			b.WriteString("null")
 		} else {
-			str(*dnk)
+			str(*r.DisplayNameKey)
 		}
 		b.WriteByte('}')
 	}

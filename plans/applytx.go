@@ -227,8 +227,11 @@ func resourceWrites(a Actor, p *Plan, cur state, out *applied) (configdb.Resourc
 	var creates []configdb.Resource
 	var updates []configdb.ResourceUpdate
 	var deletes []configdb.ResourceDeletion
+	// The specs are those of the plan's stored changes, in the order of
+	// p.Changes (decoded from them): the writes name their positions.
+	from := &configdb.PlanSpecs{Plan: p.key(), Creates: []int{}, Updates: []int{}}
 	written := map[Kind]bool{}
-	for _, c := range p.Changes {
+	for i, c := range p.Changes {
 		r := cur.get(c.Kind, c.Key)
 		switch c.Action {
 		case ActionCreate:
@@ -242,9 +245,11 @@ func resourceWrites(a Actor, p *Plan, cur state, out *applied) (configdb.Resourc
 			}
 			creates = append(creates, configdb.Resource{EnvironmentID: a.EnvironmentID, Kind: string(c.Kind), Key: c.Key, ResourceID: id,
 				Version: 1, Spec: configdb.JSON(c.Spec), DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
+			from.Creates = append(from.Creates, i)
 		case ActionUpdate:
 			updates = append(updates, configdb.ResourceUpdate{Kind: string(c.Kind), Key: c.Key, Version: r.Version, Spec: configdb.JSON(c.Spec),
 				DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
+			from.Updates = append(from.Updates, i)
 			if c.Kind == KindConnection {
 				out.connIDs[c.Key] = r.ResourceID
 			}
@@ -260,7 +265,7 @@ func resourceWrites(a Actor, p *Plan, cur state, out *applied) (configdb.Resourc
 		kinds = append(kinds, string(k))
 	}
 	slices.Sort(kinds)
-	return configdb.ResourceWrites{Creates: creates, Updates: updates, Deletes: deletes}, kinds
+	return configdb.ResourceWrites{Creates: creates, Updates: updates, Deletes: deletes, FromPlan: from}, kinds
 }
 
 // applyLogs are the management log's entries of an apply: config.applied
