@@ -25,9 +25,10 @@ type Selection struct {
 const loadBatch = 500
 
 // LoadResources reads the resources sel names. A resource may be read
-// more than once (by key and by unique value); the caller keeps one. The
-// parts of the selection are one query (UNION ALL), one round trip, unless
-// they name more values than maxQueryArgs.
+// more than once (by key and by unique value, when the selection takes
+// more than one query); the caller keeps one. The parts of the selection
+// are one query (UNION), one round trip, unless they name more values
+// than maxQueryArgs.
 func (r Reader) LoadResources(ctx context.Context, envID string, sel Selection) ([]Resource, error) {
 	qs, err := r.resourceQueries(envID, sel)
 	if err != nil {
@@ -61,18 +62,22 @@ func (r Reader) resourceQueries(envID string, sel Selection) ([]query, error) {
 	var out []query
 	var parts []string
 	var args []any
+	// The parts select keys, which UNION makes distinct, and the rows are
+	// read once for them: a resource named by its key and by its unique
+	// values (an apply's own resources) is not read, and held, twice.
 	flush := func() {
 		if len(parts) > 0 {
-			out = append(out, query{strings.Join(parts, " UNION ALL "), args})
+			out = append(out, query{"SELECT r.* FROM resources r JOIN (" + strings.Join(parts, " UNION ") +
+				") AS s ON r.kind = s.kind AND r.key = s.key WHERE r.environment_id = ?", append(args, envID)})
 			parts, args = nil, nil
 		}
 	}
 	// find adds a part of n+1 parameters.
 	find := func(cond string, n int, a ...any) {
-		if len(args)+n+1 > maxQueryArgs {
+		if len(args)+n+2 > maxQueryArgs {
 			flush()
 		}
-		parts = append(parts, "SELECT * FROM resources WHERE environment_id = ? AND "+cond)
+		parts = append(parts, "SELECT kind, key FROM resources WHERE environment_id = ? AND "+cond)
 		args = append(append(args, envID), a...)
 	}
 	for _, k := range sel.Kinds {

@@ -1,12 +1,16 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/plans/displayname"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -38,5 +42,29 @@ func TestApplyWritesTheSpecsOfItsStoredPlan(t *testing.T) {
 	orders, _ := apis["orders"].(map[string]any)
 	if settings["display_name"] != "As stored" || orders["display_name"] != "As stored orders" {
 		t.Errorf("written display names %q and %q, want those of the stored plan (As stored, As stored orders)", settings["display_name"], orders["display_name"])
+	}
+}
+
+// TestLoadResourcesReadsAResourceOnce: a resource the selection names by
+// its key and by its unique value (as an apply names its own resources) is
+// read once, so that its spec is not held twice.
+func TestLoadResourcesReadsAResourceOnce(t *testing.T) {
+	t.Parallel()
+	k := newApplyEnv(t, apitest.Options{})
+	k.seed()
+	db := configdb.New(k.e.GormDB(), time.Now, configdb.Options{})
+	rows, err := db.LoadResources(context.Background(), k.e.EnvID, configdb.Selection{
+		Keys:   [][2]string{{"api", "orders"}, {"connection", "db-main"}},
+		Unique: map[string]map[string][]string{"api": {"identifier": {"https://api.shop.example/orders"}}, "connection": {"display_name": {displayname.Key("Main DB")}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Kind+"/"+r.Key)
+	}
+	if len(got) != 2 {
+		t.Errorf("read %v, want api/orders and connection/db-main once each", got)
 	}
 }
