@@ -358,6 +358,12 @@ func (ps *planState) change(e entry) (Change, int) {
 		c.Diff = []DiffOp{{Op: "add", Path: "", Value: e.spec}}
 	default:
 		c.Diff = Diff(before, e.spec)
+		// An op's old value is a slice of today's spec, which it would keep
+		// alive with the plan (the plan's size again, for a few changed
+		// members): it is copied out.
+		for i := range c.Diff {
+			c.Diff[i].Old = bytes.Clone(c.Diff[i].Old)
+		}
 		// Bytes that differ but hold the same value (a spec stored with
 		// <, > or & escaped, as the service once wrote them) are no
 		// change.
