@@ -57,7 +57,6 @@ type PlanRow struct {
 	Types                  JSON
 	TypeSet                string // typeSet(types), what the list filters on
 	ReferencingTypes       JSON
-	Changes                JSON
 	Warnings               JSON
 	RequiredSecrets        JSON
 	RequiresSPHost         bool `gorm:"column:requires_sp_host"`
@@ -77,6 +76,11 @@ type PlanRow struct {
 	// plan and what had moved since it was computed.
 	RebasedFrom *string
 	Moved       JSON
+	// Changes, up to 10 MiB, is the last column of the plan's INSERT (its
+	// parameters follow the fields' order): pgx appends the parameters to
+	// one buffer, and one appended after a large value grows the buffer
+	// again while the value is still held in the old one.
+	Changes JSON
 }
 
 // TableName names the table.
