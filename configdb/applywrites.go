@@ -367,12 +367,19 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 		add("e", "UPDATE environments SET generation = generation + 1 WHERE id = ?", r.EnvironmentID)
 	}
 	prune := "SELECT 0"
+	var revision func()
 	if r.Revision != nil {
 		types, _ := json.Marshal(r.Revision.Types)
 		counts, _ := json.Marshal(r.Revision.Counts)
-		add("r", `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, resources, created_at, expires_at)
-			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?::json, ?, ?)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
-			string(r.Resources), r.Revision.CreatedAt, r.Revision.ExpiresAt)
+		// The resources go as the bytes they are: string(r.Resources) would
+		// be one more copy of the revision (up to 10 MiB) while it is sent.
+		// The parameter is json by its cast, which pgx encodes from bytes
+		// as they are. It is the statement's last (see below).
+		revision = func() {
+			add("r", `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, created_at, expires_at, resources)
+				VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?::json)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
+				r.Revision.CreatedAt, r.Revision.ExpiresAt, r.Resources)
+		}
 		// The statement does not see the revision it inserts: of the
 		// others, the Keep-1 newest stay.
 		add("pr", `DELETE FROM config_revisions WHERE environment_id = ? AND id <> ? AND (expires_at <= ? OR id IN (
@@ -394,6 +401,13 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 		events, evArgs := eventFrom("(SELECT 1 FROM p) AS pe", tx.Now, r.Events...)
 		parts = append(parts, "ev AS ("+events+" RETURNING 1)")
 		args = append(args, evArgs...)
+	}
+	// The revision's resources are the last parameter: pgx appends every
+	// parameter to one buffer, and a parameter appended after them grows
+	// it again while the earlier values still point into the old one —
+	// two copies of the revision, then two more in the Bind message.
+	if revision != nil {
+		revision()
 	}
 	sql := "WITH "
 	for i, p := range parts {

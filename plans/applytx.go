@@ -65,6 +65,10 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	if err != nil {
 		return nil, err
 	}
+	// Today's specs are in the encoded revision now; what follows needs
+	// their versions only. Dropped, they are not held (the plan's size)
+	// while the revision is sent.
+	st.cur.dropSpecs()
 	out := &applied{connIDs: map[string]string{}, material: slices.ContainsFunc(p.Changes, func(c Change) bool { return c.WritesMaterial })}
 	// Row 19: OIDC material needs the federation service.
 	if out.material && s.hooks.Federation == nil {
@@ -83,7 +87,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	// The writes go with the record (RecordApplyOutcome).
 	rec := configdb.ApplyRecord{EnvironmentID: a.EnvironmentID, Kinds: kinds, Keep: s.cfg.RevisionLimit, Plan: p.key(), Token: h.token,
 		Writes: writes}
-	if len(rev.resources) > 0 {
+	if rev.n > 0 {
 		id := NewID(PrefixRevision)
 		out.revisionID = &id
 		rec.Revision = &revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID, Types: kindStrings(p.Types), Counts: rev.counts,
@@ -179,17 +183,20 @@ func policiesOf(raw configdb.JSON) (Policies, error) {
 }
 
 // revision is what row 18 builds: the resources of the changes as they
-// were, encoded, and the counts of the changes.
+// were, encoded (none when n is 0), and the counts of the changes. The
+// resources are not kept once encoded: their specs are slices of today's,
+// which the apply drops then (dropSpecs).
 type revision struct {
-	resources []revisions.Resource
-	encoded   []byte
-	counts    revisions.Counts
+	n       int
+	encoded []byte
+	counts  revisions.Counts
 }
 
 // buildRevision is row 18: the revision kept for the changes, which must
 // fit in 10 MiB.
 func buildRevision(p *Plan, cur state) (*revision, error) {
 	rev := &revision{}
+	var resources []revisions.Resource
 	for _, c := range p.Changes {
 		r := cur.get(c.Kind, c.Key)
 		rr := revisions.Resource{Kind: string(c.Kind), Key: c.Key, Action: c.Action}
@@ -208,10 +215,11 @@ func buildRevision(p *Plan, cur state) (*revision, error) {
 			rev.counts.Unchanged++
 			continue
 		}
-		rev.resources = append(rev.resources, rr)
+		resources = append(resources, rr)
 	}
+	rev.n = len(resources)
 	var err error
-	if rev.encoded, err = revisions.Encode(rev.resources); err != nil {
+	if rev.encoded, err = revisions.Encode(resources); err != nil {
 		return nil, err
 	}
 	if len(rev.encoded) > MaxPlanBytes {
@@ -219,6 +227,15 @@ func buildRevision(p *Plan, cur state) (*revision, error) {
 			Detail: fmt.Sprintf("the revision of these changes would take %d bytes, over the limit of %d; plan fewer types", len(rev.encoded), MaxPlanBytes)}
 	}
 	return rev, nil
+}
+
+// dropSpecs forgets the specs of the resources of st, keeping the rest.
+func (st state) dropSpecs() {
+	for _, byKey := range st {
+		for _, r := range byKey {
+			r.Spec = nil
+		}
+	}
 }
 
 // resourceWrites are the writes of every change, and the written kinds,
