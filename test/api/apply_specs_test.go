@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,34 +16,51 @@ import (
 	"github.com/keenauth/configplans/test/apitest"
 )
 
-// TestApplyWritesTheSpecsOfItsStoredPlan: on PostgreSQL the apply's
-// creates and updates take their specs from the plan's stored changes, in
-// the statement that writes them, instead of sending the plan's specs
-// again. The test changes the stored plan inside the apply's transaction,
-// just before its writes: what is written is the stored plan's, for the
-// create and for the update.
+// TestApplyWritesTheSpecsOfItsStoredPlan: on PostgreSQL an apply whose
+// specs are over 1 MiB takes them from the plan's stored changes, in the
+// statements that write them, instead of sending the plan's specs again;
+// a smaller one sends them. The test changes the stored plan inside the
+// apply's transaction, just before its writes: over 1 MiB, what is written
+// is the stored plan's, for the create and for the update.
 func TestApplyWritesTheSpecsOfItsStoredPlan(t *testing.T) {
 	t.Parallel()
-	var k *applyEnv
-	var planID string
-	k = newApplyEnv(t, apitest.Options{Hooks: plans.Hooks{
-		BeforeApplyWrite: func(tx *gorm.DB) error {
-			return tx.Exec(`UPDATE config_plans SET changes = replace(changes::text, 'As planned', 'As stored')::json WHERE id = ?`, planID).Error
-		},
-	}})
-	k.e.RequirePostgres()
-	planID = k.planID(`{"environment_settings": {"display_name": "As planned", "default_locale": "en", "session_lifetime_hours": 168},
-		"apis": {"orders": {"identifier": "https://api.shop.example/orders", "display_name": "As planned orders",
-			"scopes": [{"value": "read:orders"}], "token_lifetime_seconds": 3600}}}`, false)
-	if r := k.apply(planID, nil); r.Status != http.StatusOK {
-		t.Fatalf("apply: %d %s", r.Status, r.Body)
-	}
-	cfg, _ := k.e.Export()
-	settings, _ := cfg["environment_settings"].(map[string]any)
-	apis, _ := cfg["apis"].(map[string]any)
-	orders, _ := apis["orders"].(map[string]any)
-	if settings["display_name"] != "As stored" || orders["display_name"] != "As stored orders" {
-		t.Errorf("written display names %q and %q, want those of the stored plan (As stored, As stored orders)", settings["display_name"], orders["display_name"])
+	for _, tc := range []struct {
+		name  string
+		large int // large apis added to the plan
+		want  string
+	}{{"small", 0, "As planned"}, {"over 1 MiB", 130, "As stored"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var planID string
+			k := newApplyEnv(t, apitest.Options{Hooks: plans.Hooks{
+				BeforeApplyWrite: func(tx *gorm.DB) error {
+					return tx.Exec(`UPDATE config_plans SET changes = replace(changes::text, 'As planned', 'As stored')::json WHERE id = ?`, planID).Error
+				},
+			}})
+			k.e.RequirePostgres()
+			doc := k.doc(`{"environment_settings": {"display_name": "As planned", "default_locale": "en", "session_lifetime_hours": 168},
+				"apis": {"orders": {"identifier": "https://api.shop.example/orders", "display_name": "As planned orders",
+					"scopes": [{"value": "read:orders"}], "token_lifetime_seconds": 3600}}}`)
+			apis := doc["apis"].(map[string]any)
+			for i := range tc.large {
+				var scopes []any
+				for j := range 40 {
+					scopes = append(scopes, map[string]any{"value": fmt.Sprintf("scope:%d", j), "description": strings.Repeat("d", 200)})
+				}
+				apis[fmt.Sprintf("large-%03d", i)] = map[string]any{"identifier": fmt.Sprintf("https://api.shop.example/large-%d", i),
+					"display_name": fmt.Sprintf("Large %d", i), "scopes": scopes, "token_lifetime_seconds": 3600}
+			}
+			planID = k.e.Plan(doc, false)["id"].(string)
+			if r := k.apply(planID, nil); r.Status != http.StatusOK {
+				t.Fatalf("apply: %d %s", r.Status, r.Body)
+			}
+			cfg, _ := k.e.Export()
+			settings, _ := cfg["environment_settings"].(map[string]any)
+			orders, _ := cfg["apis"].(map[string]any)["orders"].(map[string]any)
+			if settings["display_name"] != tc.want || orders["display_name"] != tc.want+" orders" {
+				t.Errorf("written display names %q and %q, want %q and %q", settings["display_name"], orders["display_name"], tc.want, tc.want+" orders")
+			}
+		})
 	}
 }
 
