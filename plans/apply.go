@@ -190,15 +190,9 @@ func (s *Service) applyInTx(ctx context.Context, a Actor, p *Plan, opt ApplyOpti
 			panic(v)
 		}
 	}()
-	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
-	defer cancel()
-	run := s.applyRun(applyCtx, a, p, opt, h)
-	out, err := run()
-	if errors.Is(err, ErrCommitUnknown) {
-		var known bool
-		if out, known, err = s.resolveApplyCommit(ctx, p, "", out, err, run); !known {
-			return ApplyResult{}, err
-		}
+	out, known, err := s.runApplyTx(ctx, a, p, opt, h)
+	if !known {
+		return ApplyResult{}, err
 	}
 	if errors.Is(err, configdb.ErrPlanBusy) {
 		return ApplyResult{}, s.busyPlan(ctx, opt.IdempotencyFingerprint)
@@ -231,6 +225,20 @@ func (s *Service) busyPlan(ctx context.Context, fingerprint string) error {
 		}
 	}
 	return errBeingApplied()
+}
+
+// runApplyTx runs the apply's transaction holding the plan by h, within
+// half the apply lease, and resolves a COMMIT lost in flight
+// (resolveApplyCommit): known is false when its outcome could not be
+// learnt, and err is then the answer.
+func (s *Service) runApplyTx(ctx context.Context, a Actor, p *Plan, opt ApplyOptions, h hold) (out *applied, known bool, err error) {
+	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
+	defer cancel()
+	run := s.applyRun(applyCtx, a, p, opt, h)
+	if out, err = run(); errors.Is(err, ErrCommitUnknown) {
+		return s.resolveApplyCommit(ctx, p, h.token, out, err, run)
+	}
+	return out, true, err
 }
 
 // applyRun is one run of the apply's transaction holding the plan by h.
@@ -270,15 +278,9 @@ func (s *Service) claimThenApply(ctx context.Context, a Actor, p *Plan, req *App
 			panic(v)
 		}
 	}()
-	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
-	defer cancel()
-	run := s.applyRun(applyCtx, a, p, opt, h)
-	out, err := run()
-	if errors.Is(err, ErrCommitUnknown) {
-		var known bool
-		if out, known, err = s.resolveApplyCommit(ctx, p, token, out, err, run); !known {
-			return ApplyResult{}, err
-		}
+	out, known, err := s.runApplyTx(ctx, a, p, opt, h)
+	if !known {
+		return ApplyResult{}, err
 	}
 	if err != nil {
 		return ApplyResult{}, s.failedApply(ctx, a, p, h, err)
