@@ -415,27 +415,23 @@ func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time
 	return int(r.RowsAffected), events, r.Error
 }
 
-// SettledClaim reports whether the plan is applying under token, or, with
-// token "", whether it is still claimable, read once the transaction that
-// last held the plan's row has ended: after a connection was lost with its
-// COMMIT in flight, the server may still be committing that transaction
-// (it received COMMIT) or about to roll it back (it finds the connection
-// gone), and until then it holds the plan's row, which every claim and
-// apply updates. A shared lock waits for that end; its row is the outcome.
-// (SQLite has one writer and no row locks: its row is the outcome already.)
-func (d *DB) SettledClaim(ctx context.Context, k PlanKey, token string) (bool, error) {
+// SettledClaim reports whether the plan is applying under token, read once
+// the transaction that last held the plan's row has ended: after a
+// connection was lost with its COMMIT in flight, the server may still be
+// committing that transaction (it received COMMIT) or about to roll it
+// back (it finds the connection gone), and until then it holds the plan's
+// row, which every claim and apply updates. A shared lock waits for that
+// end; its row is the outcome. (SQLite has one writer and no row locks:
+// its row is the outcome already.)
+func (r Reader) SettledClaim(ctx context.Context, k PlanKey, token string) (bool, error) {
 	var row PlanRow
 	q, env, id := k.where()
-	g := d.q(ctx)
-	if !d.sqlite {
+	g := r.q(ctx)
+	if !r.sqlite {
 		g = g.Clauses(clause.Locking{Strength: "SHARE"})
 	}
-	if err := g.Select("status", "lease_token", "expires_at", "lease_until").Where(q, env, id).Take(&row).Error; err != nil {
+	if err := g.Select("status", "lease_token").Where(q, env, id).Take(&row).Error; err != nil {
 		return false, interpretError(err)
 	}
-	if token != "" {
-		return row.Status == applying && row.LeaseToken == token, nil
-	}
-	now := d.now()
-	return row.ExpiresAt.After(now) && (row.Status == planned || row.Status == applying && row.LeaseUntil != nil && !row.LeaseUntil.After(now)), nil
+	return row.Status == applying && row.LeaseToken == token, nil
 }

@@ -182,14 +182,7 @@ func (s *Service) claimAndApply(ctx context.Context, a Actor, p *Plan, req *Appl
 // plan.
 func (s *Service) applyInTx(ctx context.Context, a Actor, p *Plan, opt ApplyOptions) (ApplyResult, error) {
 	h := hold{started: eventRow(a, p.ID, "apply_started", nil)}
-	defer func() {
-		if v := recover(); v != nil {
-			// A panic (a bug) rolled the transaction back; its history says
-			// the apply was rejected, as for a claimed plan.
-			_ = s.release(ctx, a, p, h, nil)
-			panic(v)
-		}
-	}()
+	defer s.releaseOnPanic(ctx, a, p, h)
 	out, known, err := s.runApplyTx(ctx, a, p, opt, h)
 	if !known {
 		return ApplyResult{}, err
@@ -225,6 +218,21 @@ func (s *Service) busyPlan(ctx context.Context, fingerprint string) error {
 		}
 	}
 	return errBeingApplied()
+}
+
+// releaseOnPanic, deferred, ends the apply of p held by h when it panics
+// (a bug), then panics on. A claimed plan must not stay applying until its
+// lease passes: it returns to planned at once. In the apply transaction,
+// that rolled back, a retry applies the plan; after the commit (writing
+// OIDC material), a retry is a config_conflict as after a federation
+// failure. Once the plan is applied its lease token is gone, and this
+// changes nothing. A plan that the transaction was to claim itself did not
+// move; either way its history says the apply was rejected.
+func (s *Service) releaseOnPanic(ctx context.Context, a Actor, p *Plan, h hold) {
+	if v := recover(); v != nil {
+		_ = s.release(ctx, a, p, h, nil)
+		panic(v)
+	}
 }
 
 // runApplyTx runs the apply's transaction holding the plan by h, within
@@ -266,18 +274,7 @@ func (s *Service) claimThenApply(ctx context.Context, a Actor, p *Plan, req *App
 		}
 		return ApplyResult{}, err
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			// A panic (a bug) must not leave the plan applying until its
-			// lease passes: it returns to planned at once. In the apply
-			// transaction, that rolled back, a retry applies the plan; after
-			// the commit (writing OIDC material), a retry is a
-			// config_conflict as after a federation failure. Once the plan
-			// is applied its lease token is gone, and this changes nothing.
-			_ = s.release(ctx, a, p, h, nil)
-			panic(v)
-		}
-	}()
+	defer s.releaseOnPanic(ctx, a, p, h)
 	out, known, err := s.runApplyTx(ctx, a, p, opt, h)
 	if !known {
 		return ApplyResult{}, err

@@ -36,8 +36,9 @@ const maxCommitUnknown = 3
 //     it cannot see).
 //
 // With token "", the transaction was to claim the plan itself
-// (applyInTx): not committed, it runs again whatever the plan's state,
-// since a run that finds the plan no longer claimable answers why.
+// (applyInTx): SettledClaim's read only waits for it to end, and not
+// committed, it runs again whatever the plan's state, since a run that
+// finds the plan no longer claimable answers why.
 //
 // known is false in the last case: the caller answers err and must not
 // release the claim.
