@@ -2,6 +2,7 @@ package configdb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"slices"
@@ -154,16 +155,83 @@ func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow, ev PlanEventRow) err
 		}
 		return tx.RecordEvent(ctx, ev)
 	}
+	stored, err := tx.insertPlanOnce(ctx, row, ev)
+	if err == nil && !stored {
+		err = errPlanIDTaken(row)
+	}
+	return err
+}
+
+// insertPlanOnce is InsertPlan's statement on PostgreSQL, which leaves a
+// plan already stored under row's id as it is: stored reports whether
+// this statement stored the plan and its event.
+func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow) (stored bool, err error) {
 	// The plan's INSERT is GORM's own, built and not run, so that it
 	// follows the model; its parameters are numbered ($n), and so are the
 	// event's after them.
-	ins := tx.q(ctx).Session(&gorm.Session{DryRun: true}).Create(row).Statement
+	ins := tx.q(ctx).Session(&gorm.Session{DryRun: true}).Clauses(clause.OnConflict{DoNothing: true}).Create(row).Statement
 	if ins.Error != nil {
-		return ins.Error
+		return false, ins.Error
 	}
 	events, evArgs := eventFrom("p", tx.Now, ev)
-	return tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)...).Error
+	return rows(tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)...))
 }
+
+func errPlanIDTaken(row *PlanRow) error {
+	return fmt.Errorf("plan id %s of environment %s is taken", row.ID, row.EnvironmentID)
+}
+
+// CreatePlan stores a new plan with ev, its plan_created event, outside
+// any transaction: on PostgreSQL one statement without BEGIN and COMMIT
+// (on SQLite, InsertPlan in a transaction of its own). The plan's id,
+// chosen at random by the caller, makes the statement safe to run again:
+// when a connection is lost with the statement in flight, it runs again,
+// bounded as InTx retries, and a plan found already under that id is the
+// one the lost statement stored. Both of its attempts carry now.
+func (d *DB) CreatePlan(ctx context.Context, now time.Time, row *PlanRow, ev PlanEventRow) error {
+	if d.sqlite {
+		return d.InTx(ctx, sql.LevelDefault, func(tx *Tx) error { return tx.InsertPlan(ctx, row, ev) })
+	}
+	tx := &Tx{Reader: d.Reader, Now: now}
+	inFlight := false // an earlier attempt may have stored the plan
+	for attempt := 1; ; attempt++ {
+		stored, err := tx.insertPlanOnce(ctx, row, ev)
+		switch {
+		case err == nil && !stored && inFlight:
+			return nil
+		case err == nil && !stored:
+			return errPlanIDTaken(row)
+		case outcomeUnknown(ctx, err):
+			inFlight = true
+			if ctx.Err() == nil {
+				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+		}
+		retry, err := d.again(ctx, attempt, err)
+		if !retry && err != nil && inFlight {
+			return fmt.Errorf("%w: %w", ErrCommitUnknown, err)
+		}
+		if !retry {
+			return err
+		}
+	}
+}
+
+// Reads runs fn, the reads of a unit of work that writes nothing or
+// writes by itself afterwards (CreatePlan), on the pool: each of its
+// statements is its own snapshot. It is retried on a lost connection, as
+// InTx is. fn's Tx must not write; its Now is now.
+func (d *DB) Reads(ctx context.Context, now time.Time, fn func(tx *Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn(&Tx{Reader: d.Reader, Now: now})
+		if retry, err := d.again(ctx, attempt, err); !retry {
+			return err
+		}
+	}
+}
+
+// Now reads the clock of the database's transactions.
+func (d *DB) Now() time.Time { return d.now() }
 
 // numbered is sql with its ? parameters numbered $after+1, $after+2, …
 // (sql holds no other question mark).

@@ -126,39 +126,73 @@ func documentSize(pr *PlanRequest) error {
 
 // Create computes and stores the plan of an admitted creation.
 func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
-	s, pr := pp.s, pp.pr
+	s := pp.s
 	defer s.observePlanCreated(&err)
-	var plan *Plan
-	err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-		p, err := s.computePlan(ctx, tx, pp.a, pr)
-		if err != nil {
-			return err
-		}
-		// The last answer of plan creation: the document or its plan is
-		// over 10 MiB (the plan's size is checked as it is stored).
-		if err := documentSize(pr); err != nil {
-			return err
-		}
-		// A deleted connection comes back with its former id, so the
-		// callback URL registered at its identity provider still works.
-		for i, c := range p.Changes {
-			if c.Kind == KindConnection && c.Action == ActionCreate && pp.formerIDs[c.Key] != "" {
-				p.Changes[i].ResourceID = json.RawMessage(mustJSON(pp.formerIDs[c.Key]))
+	if !s.db.RowLocks() {
+		var plan *Plan
+		err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
+			p, err := pp.compute(ctx, tx)
+			if err != nil {
+				return err
 			}
-		}
-		if err := s.insertPlan(ctx, tx, pp.a, p); err != nil {
-			return err
-		}
+			if err := s.insertPlan(ctx, tx, pp.a, p); err != nil {
+				return err
+			}
+			plan = p
+			return nil
+		})
+		return plan, err
+	}
+	// On PostgreSQL the plan's reads are one statement (two when it deletes
+	// applications: the second reads their recent tokens, for a warning),
+	// and its record is one more: it needs no transaction. A plan stored
+	// from a snapshot that an apply has since changed is one the apply
+	// already refuses, by its base versions, as config_conflict.
+	now := s.db.Now()
+	var plan *Plan
+	err = s.db.Reads(ctx, now, func(tx *configdb.Tx) error {
+		p, err := pp.compute(ctx, tx)
 		plan = p
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	row, ev, err := planRecord(pp.a, plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.db.CreatePlan(ctx, now, row, *ev); err != nil {
+		return nil, err
+	}
+	plan.storedStatus = row.Status
 	return plan, nil
 }
 
-// computePlan reads the environment (in tx, a consistent snapshot) and
+// compute is the plan that Create stores, with every answer of plan
+// creation but its size's, read in tx.
+func (pp *PendingPlan) compute(ctx context.Context, tx *configdb.Tx) (*Plan, error) {
+	p, err := pp.s.computePlan(ctx, tx, pp.a, pp.pr)
+	if err != nil {
+		return nil, err
+	}
+	// The last answer of plan creation: the document or its plan is over
+	// 10 MiB (the plan's size is checked as it is stored).
+	if err := documentSize(pp.pr); err != nil {
+		return nil, err
+	}
+	// A deleted connection comes back with its former id, so the callback
+	// URL registered at its identity provider still works.
+	for i, c := range p.Changes {
+		if c.Kind == KindConnection && c.Action == ActionCreate && pp.formerIDs[c.Key] != "" {
+			p.Changes[i].ResourceID = json.RawMessage(mustJSON(pp.formerIDs[c.Key]))
+		}
+	}
+	return p, nil
+}
+
+// computePlan reads the environment (in tx; its resources, generations,
+// material and policies in one statement, a consistent snapshot) and
 // computes the plan of a request in phases: load what the plan needs, lay
 // the document over it, check the result (validation_failed, the expected
 // versions, policy_conflict), then build the changes in write order.
@@ -464,19 +498,29 @@ func planSize(row *configdb.PlanRow) error {
 }
 
 func (s *Service) insertPlan(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan) error {
+	row, ev, err := planRecord(a, p)
+	if err != nil {
+		return err
+	}
+	if err := tx.InsertPlan(ctx, row, *ev); err != nil {
+		return err
+	}
+	p.storedStatus = row.Status
+	return nil
+}
+
+// planRecord is the stored form of a new plan and its plan_created event,
+// or the answer that it is too large.
+func planRecord(a Actor, p *Plan) (*configdb.PlanRow, *configdb.PlanEventRow, error) {
 	row := newPlanRow(p)
 	if err := planSize(row); err != nil {
-		return err
+		return nil, nil, err
 	}
 	data := map[string]any{"summary": p.Summary}
 	if p.RebasedFrom != nil {
 		data["rebased_from"] = *p.RebasedFrom
 	}
-	if err := tx.InsertPlan(ctx, row, *eventRow(a, p.ID, "plan_created", data)); err != nil {
-		return err
-	}
-	p.storedStatus = row.Status
-	return nil
+	return row, eventRow(a, p.ID, "plan_created", data), nil
 }
 
 func time0(t Time) time.Time { return time.Time(t) }

@@ -141,6 +141,35 @@ func TestDatabaseCutBeforeCommitIsRetriedUnseen(t *testing.T) {
 	}
 }
 
+// TestDatabaseCutAfterThePlanInsertAnswersThePlanStored: plan creation
+// stores its plan in one statement of its own, and its connection is lost
+// just after the server received it. The statement runs again on a fresh
+// connection, finds the plan it stored under the same id, and the client
+// gets that plan: one plan, with one plan_created event.
+func TestDatabaseCutAfterThePlanInsertAnswersThePlanStored(t *testing.T) {
+	t.Parallel()
+	e, proxy, direct := dbfSetup(t, nil)
+	// Armed on a parameter of that statement only (its event's type): pgx
+	// prepares the statement's text first, then runs it with its
+	// parameters.
+	proxy.CutOn([]byte("plan_created"), false)
+	r := e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans", Body: idemPlanBody("payments")})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("plan creation: %d %s", r.Status, r.Body)
+	}
+	if proxy.Cuts() != 1 {
+		t.Fatalf("%d cuts, want the one armed", proxy.Cuts())
+	}
+	id := r.JSON()["id"].(string)
+	if n := idemCount(t, direct, "SELECT count(*) FROM config_plans"); n != 1 {
+		t.Errorf("%d plans, want 1", n)
+	}
+	if n := idemCount(t, direct, "SELECT count(*) FROM plan_events WHERE plan_id = '"+id+"' AND type = 'plan_created'"); n != 1 {
+		t.Errorf("%d plan_created events of %s, want 1", n, id)
+	}
+	e.Apply(id, "{}")
+}
+
 // TestDatabaseCutAroundCommitAnswersTheOutcome: the apply's connection is
 // lost with its COMMIT in flight. Cut after the server received COMMIT, the
 // apply committed: the client gets 200 with the applied plan, and a retry
