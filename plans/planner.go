@@ -93,7 +93,13 @@ func (pp *PendingPlan) Refused(err error) error {
 func (pp *PendingPlan) Preview(ctx context.Context) (*PlanPreview, error) {
 	s, pr := pp.s, pp.pr
 	var plan *Plan
-	err := s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
+	// It writes nothing: on PostgreSQL its reads need no transaction, as
+	// Create's do not.
+	run := func(fn func(tx *configdb.Tx) error) error { return s.db.InTx(ctx, sql.LevelRepeatableRead, fn) }
+	if s.db.RowLocks() {
+		run = func(fn func(tx *configdb.Tx) error) error { return s.db.Reads(ctx, s.db.Now(), fn) }
+	}
+	err := run(func(tx *configdb.Tx) error {
 		p, err := s.computePlan(ctx, tx, pp.a, pr)
 		if err != nil {
 			return err
