@@ -118,20 +118,18 @@ func (tx *Tx) resourceWrites(envID string, w ResourceWrites) []resourceWrite {
 			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`, []any{mustRecords(rows), envID}})
 	}
 	// The specs come from the parameter, or from the stored plan's
-	// changes (s), parsed once by json_array_elements and joined on their
-	// position: an index into the json value (changes -> i) would parse it
-	// from its start for every change.
-	spec, from, fromArgs := "t.spec", "", []any(nil)
+	// changes: an uncorrelated scalar subquery, which PostgreSQL runs once
+	// per statement (an InitPlan), makes them one jsonb value, and each
+	// row takes its change by position (jsonb's arrays are indexed, where
+	// json -> i parses the value from its start). A join on the rows of
+	// json_array_elements let the planner pick a nested loop that ran the
+	// function, parsing the whole 10 MB value, once per change: on a
+	// database of many plans an apply of 995 updates took 30 s.
+	spec, fromArgs := "t.spec", []any(nil)
 	var creates, updates []int
 	if f := w.FromPlan; f != nil && w.specBytes() > specsFromPlanOver {
-		spec, creates, updates = "(s.change->'spec')::jsonb", f.Creates, f.Updates
-		from = `, (SELECT c.change, c.n - 1 AS n FROM config_plans cp, json_array_elements(cp.changes) WITH ORDINALITY AS c(change, n)
-				WHERE cp.environment_id = ? AND cp.id = ?) AS s`
+		spec, creates, updates = "((SELECT cp.changes::jsonb FROM config_plans cp WHERE cp.environment_id = ? AND cp.id = ?) -> t.change -> 'spec')", f.Creates, f.Updates
 		fromArgs = []any{f.Plan.EnvironmentID, f.Plan.ID}
-	}
-	joined := ""
-	if from != "" {
-		joined = " AND s.n = t.change"
 	}
 	if len(w.Updates) > 0 {
 		rows := specRecords(len(w.Updates), func(i int) writeRecord {
@@ -140,24 +138,20 @@ func (tx *Tx) resourceWrites(envID string, w ResourceWrites) []resourceWrite {
 		})
 		out = append(out, resourceWrite{"update resources", len(w.Updates), `UPDATE resources r SET spec = ` + spec + `, display_name_key = t.display_name_key,
 				version = t.version + 1, updated_at = ?
-			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int, spec jsonb, change int, display_name_key text)` + from + `
-			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version` + joined,
-			append(append([]any{tx.Now, rows}, fromArgs...), envID)})
+			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int, spec jsonb, change int, display_name_key text)
+			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`,
+			append(append(fromArgs[:len(fromArgs):len(fromArgs)], tx.Now, rows), envID)})
 	}
 	if len(w.Creates) > 0 {
 		rows := specRecords(len(w.Creates), func(i int) writeRecord {
 			c := w.Creates[i]
 			return writeRecord{c.Kind, c.Key, 1, c.ResourceID, c.Spec, at(creates, i), c.DisplayNameKey}
 		})
-		where := ""
-		if from != "" {
-			where = " WHERE" + strings.TrimPrefix(joined, " AND")
-		}
 		out = append(out, resourceWrite{"create resources", len(w.Creates), `INSERT INTO resources (environment_id, kind, key, resource_id, version, spec,
 				display_name_key, created_at, updated_at)
 			SELECT ?, t.kind, t.key, t.resource_id, 1, ` + spec + `, t.display_name_key, ?, ?
-			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, resource_id text, spec jsonb, change int, display_name_key text)` + from + where,
-			append([]any{envID, tx.Now, tx.Now, rows}, fromArgs...)})
+			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, resource_id text, spec jsonb, change int, display_name_key text)`,
+			append(append([]any{envID}, fromArgs...), tx.Now, tx.Now, rows)})
 	}
 	return out
 }
