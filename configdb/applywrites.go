@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,7 +141,7 @@ func (tx *Tx) resourceWrites(envID string, w ResourceWrites) []resourceWrite {
 				version = t.version + 1, updated_at = ?
 			FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text, version int, spec jsonb, change int, display_name_key text)
 			WHERE r.environment_id = ? AND r.kind = t.kind AND r.key = t.key AND r.version = t.version`,
-			append(append(fromArgs[:len(fromArgs):len(fromArgs)], tx.Now, rows), envID)})
+			append(slices.Clip(fromArgs), tx.Now, rows, envID)})
 	}
 	if len(w.Creates) > 0 {
 		rows := specRecords(len(w.Creates), func(i int) writeRecord {

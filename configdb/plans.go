@@ -190,7 +190,10 @@ func errPlanIDTaken(row *PlanRow) error {
 // one the lost statement stored. Both of its attempts carry now.
 func (d *DB) CreatePlan(ctx context.Context, now time.Time, row *PlanRow, ev PlanEventRow) error {
 	if d.sqlite {
-		return d.InTx(ctx, sql.LevelDefault, func(tx *Tx) error { return tx.InsertPlan(ctx, row, ev) })
+		return d.InTx(ctx, sql.LevelDefault, func(tx *Tx) error {
+			tx.Now = now
+			return tx.InsertPlan(ctx, row, ev)
+		})
 	}
 	tx := &Tx{Reader: d.Reader, Now: now}
 	inFlight := false // an earlier attempt may have stored the plan
@@ -218,10 +221,17 @@ func (d *DB) CreatePlan(ctx context.Context, now time.Time, row *PlanRow, ev Pla
 }
 
 // Reads runs fn, the reads of a unit of work that writes nothing or
-// writes by itself afterwards (CreatePlan), on the pool: each of its
-// statements is its own snapshot. It is retried on a lost connection, as
-// InTx is. fn's Tx must not write; its Now is now.
+// writes by itself afterwards (CreatePlan): on PostgreSQL on the pool,
+// each of its statements its own snapshot, retried on a lost connection
+// as InTx is; on SQLite in a REPEATABLE READ transaction. fn's Tx must not
+// write; its Now is now.
 func (d *DB) Reads(ctx context.Context, now time.Time, fn func(tx *Tx) error) error {
+	if d.sqlite {
+		return d.InTx(ctx, sql.LevelRepeatableRead, func(tx *Tx) error {
+			tx.Now = now
+			return fn(tx)
+		})
+	}
 	for attempt := 1; ; attempt++ {
 		err := fn(&Tx{Reader: d.Reader, Now: now})
 		if retry, err := d.again(ctx, attempt, err); !retry {

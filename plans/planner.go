@@ -3,7 +3,6 @@ package plans
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -93,13 +92,8 @@ func (pp *PendingPlan) Refused(err error) error {
 func (pp *PendingPlan) Preview(ctx context.Context) (*PlanPreview, error) {
 	s, pr := pp.s, pp.pr
 	var plan *Plan
-	// It writes nothing: on PostgreSQL its reads need no transaction, as
-	// Create's do not.
-	run := func(fn func(tx *configdb.Tx) error) error { return s.db.InTx(ctx, sql.LevelRepeatableRead, fn) }
-	if s.db.RowLocks() {
-		run = func(fn func(tx *configdb.Tx) error) error { return s.db.Reads(ctx, s.db.Now(), fn) }
-	}
-	err := run(func(tx *configdb.Tx) error {
+	// It writes nothing: its reads need no transaction, as Create's do not.
+	err := s.db.Reads(ctx, s.db.Now(), func(tx *configdb.Tx) error {
 		p, err := s.computePlan(ctx, tx, pp.a, pr)
 		if err != nil {
 			return err
@@ -134,24 +128,10 @@ func documentSize(pr *PlanRequest) error {
 func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
 	s := pp.s
 	defer s.observePlanCreated(&err)
-	if !s.db.RowLocks() {
-		var plan *Plan
-		err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-			p, err := pp.compute(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if err := s.insertPlan(ctx, tx, pp.a, p); err != nil {
-				return err
-			}
-			plan = p
-			return nil
-		})
-		return plan, err
-	}
 	// On PostgreSQL the plan's reads are one statement (two when it deletes
 	// applications: the second reads their recent tokens, for a warning),
-	// and its record is one more: it needs no transaction. A plan stored
+	// and its record is one more: it needs no transaction (SQLite runs each
+	// in one, configdb.DB.Reads and CreatePlan). A plan stored
 	// from a snapshot that an apply has since changed is one the apply
 	// already refuses, by its base versions, as config_conflict.
 	now := s.db.Now()
