@@ -451,4 +451,35 @@ func TestRedisClusterLimiter(t *testing.T) {
 			tc.run(t, b)
 		})
 	}
+	// One client, as the service has: Release sends each master the slots
+	// it holds, environments' and the fleet's, in one pipeline.
+	t.Run("ReleaseGivesBackSlotsOnEveryMaster", func(t *testing.T) {
+		t.Parallel()
+		rdb, prefix := cluster.ClientPrefix(t)
+		l := NewRedisLimiter(rdb, prefix, Config{Inflight: 1, CallTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler))
+		f := NewRedisFleet(rdb, prefix, 1, time.Minute, 2*time.Second, slog.New(slog.DiscardHandler))
+		ok, _, fslot, err := f.Acquire(context.Background())
+		if err != nil || !ok {
+			t.Fatalf("Acquire: %v, %v", ok, err)
+		}
+		slots := []Slot{fslot}
+		envs := []string{"env_a", "env_b", "env_c", "env_d", "env_e", "env_f", "env_g", "env_h"}
+		for _, env := range envs {
+			_, slot := mustAdmit(t, l, env)
+			slots = append(slots, slot)
+		}
+		Release(slots...)
+		for _, env := range envs {
+			d, slot := mustAdmit(t, l, env)
+			if !d.Allowed {
+				t.Errorf("%s: the in-flight slot released is still busy", env)
+			}
+			slot.Release()
+		}
+		if ok, _, slot, err := f.Acquire(context.Background()); err != nil || !ok {
+			t.Errorf("the fleet slot released is still busy: %v, %v", ok, err)
+		} else {
+			slot.Release()
+		}
+	})
 }

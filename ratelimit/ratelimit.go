@@ -220,6 +220,9 @@ func Hold(slot Slot, every time.Duration, onLost func()) (stop func()) {
 	})
 }
 
+// NoSlot holds nothing: the Slot of a request that no limiter checks.
+var NoSlot Slot = noopSlot{}
+
 // noopSlot is the Slot of a denied or failed-open request.
 type noopSlot struct{}
 

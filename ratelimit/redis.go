@@ -280,8 +280,47 @@ func (s *redisSlot) Release() {
 	if s == nil || s.released.Swap(true) {
 		return
 	}
-	if err := releaseToken(s.ctx, s.rdb, s.key, s.token); err != nil {
+	s.failed(releaseToken(s.ctx, s.rdb, s.key, s.token))
+}
+
+// failed logs the failed release of s (nothing when err is nil).
+func (s *redisSlot) failed(err error) {
+	if err != nil {
 		s.log.WarnContext(s.ctx, "releasing a rate limit slot failed; its lease will end it", "key", s.key, "error", err)
+	}
+}
+
+// Release releases every slot, each once as by its own Release. The slots
+// of one Redis client go in one pipeline, one round trip for all: an apply
+// gives back its environment's in-flight slot and a fleet slot together.
+// On a cluster client the pipeline sends each node its own members.
+func Release(slots ...Slot) {
+	var batch []*redisSlot
+	for _, s := range slots {
+		rs, ok := s.(*redisSlot)
+		switch {
+		case !ok || rs == nil || len(batch) > 0 && batch[0].rdb != rs.rdb:
+			if s != nil {
+				s.Release()
+			}
+		case !rs.released.Swap(true):
+			batch = append(batch, rs)
+		}
+	}
+	if len(batch) == 0 {
+		return
+	}
+	first := batch[0]
+	_, err := bounded(first.ctx, slotTimeout, func(ctx context.Context) ([]redis.Cmder, error) {
+		return first.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, s := range batch {
+				p.ZRem(ctx, s.key, s.token)
+			}
+			return nil
+		})
+	}, nil)
+	for _, s := range batch {
+		s.failed(err)
 	}
 }
 

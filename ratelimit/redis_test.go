@@ -254,3 +254,69 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// roundTrips counts the commands and pipelines a client sends, but the
+// handshake of its new connections.
+type roundTrips struct{ commands, pipelines atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "hello" { // a new connection's handshake
+			r.commands.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if n := cmds[0].Name(); n != "hello" && n != "client" {
+			r.pipelines.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestReleaseGivesBackSlotsInOneRoundTrip: Release gives back an
+// environment's in-flight slot and a fleet slot in one pipeline, after
+// which both can be taken again; each slot is released once, a slot given
+// back already costs nothing, and a slot of no limiter is fine.
+func TestReleaseGivesBackSlotsInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := newTestRedis(t)
+	l := NewRedisLimiter(rdb, prefix, Config{Inflight: 1, CallTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler))
+	f := NewRedisFleet(rdb, prefix, 1, 0, 2*time.Second, nil)
+	ctx := context.Background()
+	acquire := func() Slot {
+		t.Helper()
+		ok, _, slot, err := f.Acquire(ctx)
+		if err != nil || !ok {
+			t.Fatalf("Acquire: %v, %v", ok, err)
+		}
+		return slot
+	}
+	_, slot := mustAdmit(t, l, "env_a")
+	fslot := acquire()
+	if d, _ := mustAdmit(t, l, "env_a"); d.Allowed {
+		t.Fatal("a second in-flight slot was granted beside the first")
+	}
+	if ok, _, _, _ := f.Acquire(ctx); ok {
+		t.Fatal("a second fleet slot was granted beside the first")
+	}
+	var rt roundTrips
+	rdb.AddHook(&rt)
+	Release(fslot, NoSlot, slot)
+	if c, p := rt.commands.Load(), rt.pipelines.Load(); c != 0 || p != 1 {
+		t.Errorf("Release of two slots sent %d commands and %d pipelines, want one pipeline", c, p)
+	}
+	Release(slot, fslot)
+	slot.Release()
+	if c, p := rt.commands.Load(), rt.pipelines.Load(); c != 0 || p != 1 {
+		t.Errorf("releasing slots given back already sent %d commands and %d pipelines more", c, p-1)
+	}
+	d, again := mustAdmit(t, l, "env_a")
+	if !d.Allowed {
+		t.Error("the in-flight slot released is still busy")
+	}
+	Release(again, acquire())
+}

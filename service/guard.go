@@ -155,45 +155,54 @@ func replayed(stored *idempotency.Response) response {
 // open when Redis fails. The headers of §10 are set on the response
 // whatever the outcome. It returns the release of what it took.
 func (s *Server) admit(ctx context.Context, c *gin.Context, apply bool) (release func(), err error) {
-	release, err = s.limit(ctx, c, s.d.Limiter, s.d.RateLimit)
-	if err != nil || !apply || s.d.Fleet == nil {
-		return release, err
+	slot, stopSlot, err := s.limit(ctx, c, s.d.Limiter, s.d.RateLimit)
+	if err != nil {
+		return nil, err
+	}
+	if !apply || s.d.Fleet == nil {
+		return func() { stopSlot(); slot.Release() }, nil
 	}
 	lease := s.d.RateLimit.WithDefaults().Lease
 	ok, retry, fslot, err := s.d.Fleet.Acquire(ctx)
 	if err != nil {
-		release()
+		stopSlot()
+		slot.Release()
 		return nil, fmt.Errorf("fleet capacity: %w", plans.ErrUnavailable)
 	}
 	if !ok {
 		s.observeFleetSaturated()
-		release()
+		stopSlot()
+		slot.Release()
 		secs := max(int(math.Ceil(retry.Seconds())), 1)
 		return nil, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the fleet's apply capacity is saturated; nothing was written",
 			Extra: map[string]any{"retry_after": secs}}
 	}
 	stopFleet := ratelimit.Hold(fslot, lease/3, s.leaseLost("fleet"))
-	releaseSlot := release
-	return func() { stopFleet(); fslot.Release(); releaseSlot() }, nil
+	// Both slots go back in one round trip to Redis.
+	return func() { stopFleet(); stopSlot(); ratelimit.Release(fslot, slot) }, nil
 }
 
 // admitPreview runs the rate checks of a preview of plan creation (§14):
 // config_preview and config_preview_inflight, its own, and no fleet slot.
 func (s *Server) admitPreview(ctx context.Context, c *gin.Context) (release func(), err error) {
-	return s.limit(ctx, c, s.d.PreviewLimiter, s.d.PreviewRateLimit)
+	slot, stop, err := s.limit(ctx, c, s.d.PreviewLimiter, s.d.PreviewRateLimit)
+	if err != nil {
+		return nil, err
+	}
+	return func() { stop(); slot.Release() }, nil
 }
 
 // limit admits a request under the rate and concurrency policies of cfg,
 // decided by lim, and sets their headers whatever the outcome; it fails
 // open when Redis fails. The in-flight slot taken is held (renewed) until
-// release.
-func (s *Server) limit(ctx context.Context, c *gin.Context, lim ratelimit.Limiter, cfg ratelimit.Config) (release func(), err error) {
+// stop, and the caller releases it after.
+func (s *Server) limit(ctx context.Context, c *gin.Context, lim ratelimit.Limiter, cfg ratelimit.Config) (slot ratelimit.Slot, stop func(), err error) {
 	if lim == nil {
-		return func() {}, nil
+		return ratelimit.NoSlot, func() {}, nil
 	}
 	d, slot, err := lim.Admit(ctx, actor(c).EnvironmentID)
 	if err != nil {
-		return nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
+		return nil, nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
 	}
 	s.observeRateLimit(d)
 	c.Header("RateLimit-Policy", ratelimit.PolicyHeader(cfg))
@@ -202,11 +211,10 @@ func (s *Server) limit(ctx context.Context, c *gin.Context, lim ratelimit.Limite
 	}
 	if !d.Allowed {
 		secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
-		return nil, &plans.Error{Code: plans.CodeRateLimited,
+		return nil, nil, &plans.Error{Code: plans.CodeRateLimited,
 			Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
 			Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
 	}
 	lease := cfg.WithDefaults().Lease
-	stopSlot := ratelimit.Hold(slot, lease/3, s.leaseLost("inflight"))
-	return func() { stopSlot(); slot.Release() }, nil
+	return slot, ratelimit.Hold(slot, lease/3, s.leaseLost("inflight")), nil
 }
