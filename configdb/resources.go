@@ -83,7 +83,17 @@ func (r Reader) resourceQueries(envID string, sel Selection) ([]query, error) {
 	for _, k := range sel.Kinds {
 		find("kind = ?", 1, k)
 	}
-	for pairs := sel.Keys; len(pairs) > 0; {
+	// On PostgreSQL each list is one jsonb parameter, whatever its length:
+	// the planner plans a list of n parameters as n conditions, which for
+	// the 1,000 keys and identifiers of an apply took 4–6 ms for a
+	// statement that then ran in 0.2 ms. The keys need no part reading
+	// resources: the join on resources keeps those that exist. SQLite has
+	// no such cost, and lists in batches.
+	if len(sel.Keys) > 0 && !r.sqlite {
+		parts = append(parts, "SELECT t.kind, t.key FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text)")
+		args = append(args, keyRecords(sel.Keys))
+	}
+	for pairs := sel.Keys; len(pairs) > 0 && r.sqlite; {
 		batch := pairs[:min(len(pairs), loadBatch)]
 		pairs = pairs[len(batch):]
 		pa := make([][]any, len(batch))
@@ -97,6 +107,10 @@ func (r Reader) resourceQueries(envID string, sel Selection) ([]query, error) {
 			col, err := r.uniqueColumn(field)
 			if err != nil {
 				return nil, err
+			}
+			if !r.sqlite && len(values) > 0 {
+				find("kind = ? AND "+col+" = ANY (ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))", 2, k, mustRecords(values))
+				values = nil
 			}
 			for len(values) > 0 {
 				batch := values[:min(len(values), loadBatch)]
@@ -115,6 +129,19 @@ func (r Reader) resourceQueries(envID string, sel Selection) ([]query, error) {
 	}
 	flush()
 	return out, nil
+}
+
+// keyRecords is the JSON of [kind, key] pairs as records of kind and key.
+func keyRecords(pairs [][2]string) string {
+	type record struct {
+		Kind string `json:"kind"`
+		Key  string `json:"key"`
+	}
+	rows := make([]record, len(pairs))
+	for i, p := range pairs {
+		rows[i] = record{p[0], p[1]}
+	}
+	return mustRecords(rows)
 }
 
 // maxQueryArgs bounds the parameters of one query of LoadResources, far
