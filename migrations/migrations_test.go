@@ -460,3 +460,63 @@ func TestRevisionsReadTheSameAfterTheResourcesBecomeJSON(t *testing.T) {
 		t.Errorf("read after Encode (-want +got):\n%s", diff)
 	}
 }
+
+// TestLargeValuesAreCompressedWithLZ4: after migration 0008, a large value
+// written to the columns that hold them is compressed with lz4 when the
+// server has it, and with pglz (the default) when it has not; either way
+// it reads back as written.
+func TestLargeValuesAreCompressedWithLZ4(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t).DB
+	want := "lz4"
+	if err := db.Transaction(func(tx *gorm.DB) error {
+		return tx.Exec("SELECT set_config('default_toast_compression', 'lz4', true)").Error
+	}); err != nil {
+		want = "pglz" // a server built without lz4
+	}
+	var methods []struct{ Table, Column, Method string }
+	if err := db.Raw(`SELECT c.relname AS "table", a.attname AS "column", a.attcompression::text AS method
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+		WHERE (c.relname, a.attname) IN (('config_plans', 'changes'), ('config_plans', 'versions'), ('config_plans', 'fingerprints'),
+			('config_plans', 'moved'), ('config_revisions', 'resources'), ('resources', 'spec'))
+		ORDER BY 1, 2`).Scan(&methods).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(methods) != 6 {
+		t.Fatalf("%d columns found, want 6: %+v", len(methods), methods)
+	}
+	for _, m := range methods {
+		if got := map[string]string{"l": "lz4", "p": "pglz", "": "pglz"}[m.Method]; got != want {
+			t.Errorf("%s.%s compresses with %s, want %s", m.Table, m.Column, got, want)
+		}
+	}
+	now := time.Now().UTC()
+	if err := db.Exec("INSERT INTO environments (id, name, generation, created_at) VALUES ('env_1', 'Shop', 0, ?)", now).Error; err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range 2000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"action":"update","key":"api-%d","kind":"api","spec_before":{"description":"the api number %d"}}`, i, i)
+	}
+	b.WriteByte(']')
+	if err := db.Exec(`INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, resources, created_at, expires_at)
+		VALUES ('env_1', 'cfgr_1', 'cfgp_1', '["api"]', '{}', ?::json, ?, ?)`, b.String(), now, now.Add(time.Hour)).Error; err != nil {
+		t.Fatal(err)
+	}
+	var stored struct {
+		Method    string
+		Resources string
+	}
+	if err := db.Raw("SELECT pg_column_compression(resources) AS method, resources::text AS resources FROM config_revisions WHERE id = 'cfgr_1'").
+		Scan(&stored).Error; err != nil {
+		t.Fatal(err)
+	}
+	if stored.Method != want || stored.Resources != b.String() {
+		t.Errorf("a revision of %d bytes is stored compressed with %q and reads back %d bytes; want %s and the bytes written",
+			b.Len(), stored.Method, len(stored.Resources), want)
+	}
+}
