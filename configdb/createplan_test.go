@@ -19,11 +19,7 @@ import (
 func TestCreatePlanRunsAgainAfterALostStatementAndFindsItsPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := testdb.New(t)
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := d.DB.Create(&configdb.Environment{ID: "env_a", Name: "env_a", CreatedAt: now}).Error; err != nil {
-		t.Fatal(err)
-	}
+	d, now := testEnvironment(t)
 	// Each case has a handle of its own, a proxy of its own.
 	through := func() (*configdb.DB, *testdb.Proxy) {
 		proxied, proxy := d.Through(t, 0)

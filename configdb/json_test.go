@@ -2,7 +2,6 @@ package configdb_test
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,15 +52,7 @@ func TestJSONScanKeepsEveryRowsValue(t *testing.T) {
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		db, err := configdb.OpenSQLite(filepath.Join(t.TempDir(), "keenauth.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if s, err := db.DB(); err == nil {
-				s.Close()
-			}
-		})
+		db := openSQLite(t)
 		// As a blob, the driver's []byte; as text, its string.
 		for _, as := range []string{"BLOB", "TEXT"} {
 			check(t, db, `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 200)

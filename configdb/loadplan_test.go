@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/keenauth/configplans/configdb"
-	"github.com/keenauth/configplans/test/testdb"
 )
 
 // TestLoadPlanReadsItsChangesAsStoredWhateverTheirSize: the plan read back
@@ -20,11 +19,7 @@ import (
 func TestLoadPlanReadsItsChangesAsStoredWhateverTheirSize(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := testdb.New(t)
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := d.DB.Create(&configdb.Environment{ID: "env_a", Name: "env_a", CreatedAt: now}).Error; err != nil {
-		t.Fatal(err)
-	}
+	d, now := testEnvironment(t)
 	db := configdb.New(d.DB, func() time.Time { return now }, configdb.Options{})
 	// changes of n elements, each with a spec of about size bytes, with
 	// escapes and characters beyond ASCII that must come back as they were.

@@ -3,7 +3,6 @@ package configdb_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,15 +23,7 @@ import (
 func TestLoadSpecsReadsWhatLoadResourcesReads(t *testing.T) {
 	t.Parallel()
 	sqlite := func(t *testing.T) *gorm.DB {
-		db, err := configdb.OpenSQLite(filepath.Join(t.TempDir(), "keenauth.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if s, err := db.DB(); err == nil {
-				s.Close()
-			}
-		})
+		db := openSQLite(t)
 		if _, err := migrations.UpSQLite(context.Background(), db); err != nil {
 			t.Fatal(err)
 		}
