@@ -215,6 +215,8 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 		return errors.New("KEENAUTHD_IDEMPOTENCY_SECRET is required: every replica must share it so that a retry matches on any of them")
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	redisLog.Store(log)
+	defer redisLog.CompareAndSwap(log, nil)
 	m := metrics.New()
 	hooks := plans.Hooks{}
 	if cfg.FederationURL != "" {
