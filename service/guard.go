@@ -155,54 +155,62 @@ func replayed(stored *idempotency.Response) response {
 // open when Redis fails. The headers of §10 are set on the response
 // whatever the outcome. It returns the release of what it took.
 func (s *Server) admit(ctx context.Context, c *gin.Context, apply bool) (release func(), err error) {
-	slot, stopSlot, err := s.limit(ctx, c, s.d.Limiter, s.d.RateLimit)
+	h, err := s.limit(ctx, c, s.d.Limiter, s.d.RateLimit)
 	if err != nil {
 		return nil, err
 	}
 	if !apply || s.d.Fleet == nil {
-		return func() { stopSlot(); slot.Release() }, nil
+		return h.release, nil
 	}
 	lease := s.d.RateLimit.WithDefaults().Lease
 	ok, retry, fslot, err := s.d.Fleet.Acquire(ctx)
 	if err != nil {
-		stopSlot()
-		slot.Release()
+		h.release()
 		return nil, fmt.Errorf("fleet capacity: %w", plans.ErrUnavailable)
 	}
 	if !ok {
 		s.observeFleetSaturated()
-		stopSlot()
-		slot.Release()
+		h.release()
 		secs := max(int(math.Ceil(retry.Seconds())), 1)
 		return nil, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the fleet's apply capacity is saturated; nothing was written",
 			Extra: map[string]any{"retry_after": secs}}
 	}
 	stopFleet := ratelimit.Hold(fslot, lease/3, s.leaseLost("fleet"))
 	// Both slots go back in one round trip to Redis.
-	return func() { stopFleet(); stopSlot(); ratelimit.Release(fslot, slot) }, nil
+	return func() { stopFleet(); h.stop(); ratelimit.Release(fslot, h.slot) }, nil
 }
 
 // admitPreview runs the rate checks of a preview of plan creation (§14):
 // config_preview and config_preview_inflight, its own, and no fleet slot.
 func (s *Server) admitPreview(ctx context.Context, c *gin.Context) (release func(), err error) {
-	slot, stop, err := s.limit(ctx, c, s.d.PreviewLimiter, s.d.PreviewRateLimit)
+	h, err := s.limit(ctx, c, s.d.PreviewLimiter, s.d.PreviewRateLimit)
 	if err != nil {
 		return nil, err
 	}
-	return func() { stop(); slot.Release() }, nil
+	return h.release, nil
 }
+
+// held is the in-flight slot of an admitted request and the renewal that
+// holds it.
+type held struct {
+	slot ratelimit.Slot
+	stop func()
+}
+
+// release stops renewing the slot and gives it back.
+func (h held) release() { h.stop(); h.slot.Release() }
 
 // limit admits a request under the rate and concurrency policies of cfg,
 // decided by lim, and sets their headers whatever the outcome; it fails
 // open when Redis fails. The in-flight slot taken is held (renewed) until
-// stop, and the caller releases it after.
-func (s *Server) limit(ctx context.Context, c *gin.Context, lim ratelimit.Limiter, cfg ratelimit.Config) (slot ratelimit.Slot, stop func(), err error) {
+// it is released.
+func (s *Server) limit(ctx context.Context, c *gin.Context, lim ratelimit.Limiter, cfg ratelimit.Config) (held, error) {
 	if lim == nil {
-		return ratelimit.NoSlot, func() {}, nil
+		return held{ratelimit.NoSlot, func() {}}, nil
 	}
 	d, slot, err := lim.Admit(ctx, actor(c).EnvironmentID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
+		return held{}, fmt.Errorf("rate limit: %w", plans.ErrUnavailable)
 	}
 	s.observeRateLimit(d)
 	c.Header("RateLimit-Policy", ratelimit.PolicyHeader(cfg))
@@ -211,10 +219,10 @@ func (s *Server) limit(ctx context.Context, c *gin.Context, lim ratelimit.Limite
 	}
 	if !d.Allowed {
 		secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
-		return nil, nil, &plans.Error{Code: plans.CodeRateLimited,
+		return held{}, &plans.Error{Code: plans.CodeRateLimited,
 			Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
 			Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
 	}
 	lease := cfg.WithDefaults().Lease
-	return slot, ratelimit.Hold(slot, lease/3, s.leaseLost("inflight")), nil
+	return held{slot, ratelimit.Hold(slot, lease/3, s.leaseLost("inflight"))}, nil
 }
