@@ -89,18 +89,21 @@ func (r Reader) resourceQueries(envID string, sel Selection) ([]query, error) {
 	// statement that then ran in 0.2 ms. The keys need no part reading
 	// resources: the join on resources keeps those that exist. SQLite has
 	// no such cost, and lists in batches.
-	if len(sel.Keys) > 0 && !r.sqlite {
+	switch {
+	case len(sel.Keys) == 0:
+	case !r.sqlite:
 		parts = append(parts, "SELECT t.kind, t.key FROM jsonb_to_recordset(?::jsonb) AS t(kind text, key text)")
 		args = append(args, keyRecords(sel.Keys))
-	}
-	for pairs := sel.Keys; len(pairs) > 0 && r.sqlite; {
-		batch := pairs[:min(len(pairs), loadBatch)]
-		pairs = pairs[len(batch):]
-		pa := make([][]any, len(batch))
-		for i, p := range batch {
-			pa[i] = []any{p[0], p[1]}
+	default:
+		for pairs := sel.Keys; len(pairs) > 0; {
+			batch := pairs[:min(len(pairs), loadBatch)]
+			pairs = pairs[len(batch):]
+			pa := make([][]any, len(batch))
+			for i, p := range batch {
+				pa[i] = []any{p[0], p[1]}
+			}
+			find("(kind, key) IN ?", 2*len(batch), pa)
 		}
-		find("(kind, key) IN ?", 2*len(batch), pa)
 	}
 	for k, fields := range sel.Unique {
 		for field, values := range fields {
@@ -108,14 +111,16 @@ func (r Reader) resourceQueries(envID string, sel Selection) ([]query, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !r.sqlite && len(values) > 0 {
+			switch {
+			case len(values) == 0:
+			case !r.sqlite:
 				find("kind = ? AND "+col+" = ANY (ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))", 2, k, mustRecords(values))
-				values = nil
-			}
-			for len(values) > 0 {
-				batch := values[:min(len(values), loadBatch)]
-				values = values[len(batch):]
-				find("kind = ? AND "+col+" IN ?", 1+len(batch), k, batch)
+			default:
+				for len(values) > 0 {
+					batch := values[:min(len(values), loadBatch)]
+					values = values[len(batch):]
+					find("kind = ? AND "+col+" IN ?", 1+len(batch), k, batch)
+				}
 			}
 			if field == "display_name" {
 				// A row without its key (written by a replica of the release
