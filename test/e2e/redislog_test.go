@@ -23,17 +23,23 @@ func TestLogsStayJSONLinesWhileRedisIsDown(t *testing.T) {
 	if a := c.do(n, "POST", "/v1/config-plans", doc, "redis-down-1"); a.Status != http.StatusServiceUnavailable || a.Header.Get("Retry-After") == "" {
 		t.Errorf("a keyed plan while Redis is down: %d %s, want 503 with Retry-After", a.Status, a.Body)
 	}
-	reported := false
-	for _, line := range strings.Split(strings.TrimSpace(n.Logs()), "\n") {
-		var l struct{ Level, Msg, Detail string }
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("a line logged is not JSON: %q", line)
+	// The log is copied from the process's standard error as it comes: the
+	// report is waited for, and only whole lines are read.
+	reported := func() bool {
+		logs := n.Logs()
+		lines := strings.Split(logs, "\n")
+		lines = lines[:len(lines)-1] // the last is empty or not whole yet
+		found := false
+		for _, line := range lines {
+			var l struct{ Level, Msg, Detail string }
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("a line logged is not JSON: %q", line)
+			}
+			if l.Msg == "redis client" && l.Level == "DEBUG" && strings.Contains(l.Detail, "dial") {
+				found = true
+			}
 		}
-		if l.Msg == "redis client" && l.Level == "DEBUG" && strings.Contains(l.Detail, "dial") {
-			reported = true
-		}
+		return found
 	}
-	if !reported {
-		t.Errorf("no go-redis report of the failed dials in the log:\n%s", n.Logs())
-	}
+	n.WaitFor(t, "the go-redis report of the failed dials in the log", reported)
 }
