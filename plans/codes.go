@@ -44,7 +44,8 @@ const (
 //   - required: a required member is absent.
 //   - invalid: a value of the right type and size that is not well formed
 //     (a key, a URL, a colour, a language tag, a scope, a host pattern, a
-//     display name holding an invisible or control character).
+//     display name holding an invisible or control character, or a joiner
+//     where it does not join).
 //   - too_short, too_long: a string or a list below its minimum or above its
 //     maximum length.
 //   - out_of_range: a number outside its bounds, or above another member it

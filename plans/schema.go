@@ -196,8 +196,11 @@ var tagPatterns = map[string]string{
 	// https, or http on localhost; never a fragment.
 	"callback_url": `^([hH][tT][tT][pP][sS]://[^\x00-\x20\x7f/?#@]+([/?][^\x00-\x20\x7f#]*)?|` +
 		`[hH][tT][tT][pP]://[lL][oO][cC][aA][lL][hH][oO][sS][tT](:[0-9]*)?([/?][^\x00-\x20\x7f#]*)?)$`,
-	// No invisible format (Cf) or control (Cc) character.
-	"visible": `^[^\p{Cc}\p{Cf}]*$`,
+	// No invisible format (Cf) or control (Cc) character but the joiners
+	// U+200C and U+200D, held as themselves: ECMA-262 writes \u200c and Go's
+	// regexp \x{200c}. Where a joiner stands (§24) is beyond a pattern
+	// that both can read, so the pattern allows one anywhere.
+	"visible": `^(?:[^\p{Cc}\p{Cf}]|[` + "\u200c\u200d" + `])*$`,
 }
 
 // schemaRules add to a kind's definition the cross-field rules of its spec

@@ -379,17 +379,14 @@ func canonicalJSON(v any) json.RawMessage {
 
 // DefaultSingletons returns the canonical specs a new environment starts
 // with (§4). The environment name becomes the display name, without the
-// invisible characters a display name may not hold and cut to its first 128
-// characters; an empty name becomes "Default".
+// invisible characters a display name may not hold (a joiner is kept where
+// it joins) and cut to its first 128 characters; an empty name becomes
+// "Default".
 func DefaultSingletons(envName string) map[Kind]json.RawMessage {
-	name := strings.TrimSpace(strings.Map(func(r rune) rune {
-		if _, bad := displayname.Invisible(string(r)); bad {
-			return -1
-		}
-		return r
-	}, envName))
+	name := strings.TrimSpace(displayname.Strip(envName))
 	if utf8.RuneCountInString(name) > 128 {
-		name = string([]rune(name)[:128])
+		// The cut can leave a joiner at the end.
+		name = strings.TrimSpace(displayname.Strip(string([]rune(name)[:128])))
 	}
 	if name == "" {
 		name = "Default"

@@ -101,9 +101,10 @@ func isAbsoluteURI(s string) bool {
 
 // isVisibleText refuses a display name holding an invisible format
 // character (Cf) or a control character (Cc) (§13): "Main" and
-// "Main\u200b" read the same.
+// "Main\u200b" read the same. The two joiners are allowed where they join
+// (§24, displayname.Check).
 func isVisibleText(s string) bool {
-	_, bad := displayname.Invisible(s)
+	_, bad := displayname.Check(s)
 	return !bad
 }
 
@@ -218,8 +219,12 @@ func problemDetail(fe validator.FieldError) string {
 	case "callback_url":
 		return fmt.Sprintf("%s must be an https URL, or an http URL on localhost, without a fragment.", f)
 	case "visible":
-		r, _ := displayname.Invisible(fmt.Sprint(fe.Value()))
-		return fmt.Sprintf("%s must not hold an invisible format or control character (it holds %U).", f, r)
+		r, _ := displayname.Check(fmt.Sprint(fe.Value()))
+		if r.Why != "" {
+			return fmt.Sprintf("%s must not hold %U at character %d (%s): a joiner must stand between two letters or "+
+				"combining marks (U+200D also between two emoji).", f, r.Rune, r.At, r.Why)
+		}
+		return fmt.Sprintf("%s must not hold an invisible format or control character (it holds %U at character %d).", f, r.Rune, r.At)
 	}
 	return fmt.Sprintf("%s is not valid.", f)
 }

@@ -216,6 +216,8 @@ func specRuleCases() []specRuleCase {
 
 		// role
 		{"role display_name absent", KindRole, []string{"/display_name", absent}, []problem{{"/display_name", "required"}}},
+		{"role display_name with a joiner that joins", KindRole, []string{"/display_name", `"\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"`}, nil},
+		{"role display_name with a joiner at the start", KindRole, []string{"/display_name", `"\u200cAdmin"`}, []problem{{"/display_name", "invalid"}}},
 		{"role description 257", KindRole, []string{"/description", long(257)}, []problem{{"/description", "too_long"}}},
 		{"permission api invalid", KindRole, []string{"/permissions/0/api", `"Orders"`}, []problem{{"/permissions/0/api", "invalid"}}},
 		{"permission scope absent", KindRole, []string{"/permissions/0/scope", absent}, []problem{{"/permissions/0/scope", "required"}}},
@@ -315,7 +317,7 @@ func TestDisplayNameWithAnInvisibleOrControlCharacterIsInvalid(t *testing.T) {
 				t.Errorf("%s %q (-want +got):\n%s", kind, name, diff)
 			}
 		}
-		for _, name := range []string{"Main DB", "Caf\u00e9", "Cafe\u0301", "東京"} {
+		for _, name := range []string{"Main DB", "Caf\u00e9", "Cafe\u0301", "東京", "می\u200cخواهم", "क्\u200dष", "Team 👩\u200d💻"} {
 			if _, err := NormalizeSpec(kind, edit(t, kind, "/display_name", mustJSONString(name))); err != nil {
 				t.Errorf("%s %q: %v", kind, name, err)
 			}
@@ -327,6 +329,57 @@ func TestDisplayNameWithAnInvisibleOrControlCharacterIsInvalid(t *testing.T) {
 		s, _ := newSpec(info.Kind)
 		if _, has := jsonFields(specType(s))["display_name"]; has && !slices.Contains(kinds, info.Kind) {
 			t.Errorf("%s has a display_name this test does not check", info.Kind)
+		}
+	}
+}
+
+// A misplaced joiner is invalid as any other Cf character is, and every
+// such detail names the character and its position (§24).
+func TestDisplayNameWithAJoinerThatDoesNotJoinIsInvalid(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, detail string }{
+		{"\u200cمی", "display_name must not hold U+200C at character 1 (at the start): a joiner must stand between two letters or combining marks (U+200D also between two emoji)."},
+		{"می\u200c", "display_name must not hold U+200C at character 3 (at the end): a joiner must stand between two letters or combining marks (U+200D also between two emoji)."},
+		{"می\u200c\u200cخواهم", "display_name must not hold U+200C at character 3 (doubled): a joiner must stand between two letters or combining marks (U+200D also between two emoji)."},
+		{"Team \u200d👩", "display_name must not hold U+200D at character 6 (beside a space): a joiner must stand between two letters or combining marks (U+200D also between two emoji)."},
+		{"Team\u200d1", "display_name must not hold U+200D at character 5 (beside a digit): a joiner must stand between two letters or combining marks (U+200D also between two emoji)."},
+		{"👩\u200c💻", "display_name must not hold U+200C at character 2 (where it does not join): a joiner must stand between two letters or combining marks (U+200D also between two emoji)."},
+		{"Main\u200b", "display_name must not hold an invisible format or control character (it holds U+200B at character 5)."},
+		{"Ma\u2060in", "display_name must not hold an invisible format or control character (it holds U+2060 at character 3)."},
+	} {
+		e := badRequestOf(t, func() error {
+			_, err := NormalizeSpec(KindRole, edit(t, KindRole, "/display_name", mustJSONString(tt.name)))
+			return err
+		}())
+		if diff := cmp.Diff([]problem{{"/display_name", "invalid"}}, problemsOf(t, e.Errors)); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tt.name, diff)
+			continue
+		}
+		if e.Errors[0].Detail != tt.detail {
+			t.Errorf("%q: detail %q, want %q", tt.name, e.Errors[0].Detail, tt.detail)
+		}
+	}
+}
+
+func TestDefaultSingletonsKeepTheJoinersThatJoin(t *testing.T) {
+	t.Parallel()
+	for envName, want := range map[string]string{
+		"می\u200cخواهم":             "می\u200cخواهم",
+		"\u200dTeam 👩\u200d💻\u200c": "Team 👩\u200d💻",
+		"Shop \u200c\u200b":         "Shop",
+		// Cut at 128 characters, the name would end in its joiner.
+		strings.Repeat("a", 127) + "\u200cb": strings.Repeat("a", 127),
+	} {
+		spec := DefaultSingletons(envName)[KindEnvironmentSettings]
+		if _, err := NormalizeSpec(KindEnvironmentSettings, spec); err != nil {
+			t.Errorf("%q: the default environment_settings are not valid: %v", envName, err)
+			continue
+		}
+		var s struct {
+			DisplayName string `json:"display_name"`
+		}
+		if err := json.Unmarshal(spec, &s); err != nil || s.DisplayName != want {
+			t.Errorf("%q: display_name = %q (%v), want %q", envName, s.DisplayName, err, want)
 		}
 	}
 }
