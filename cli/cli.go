@@ -260,12 +260,13 @@ func redact(raw string) string {
 // exitCode classifies an error.
 func exitCode(err error) int {
 	var ue *usageError
+	var pe *placeholderError
 	var ae *apiError
 	var ne *networkError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &pe):
 		return ExitUsage
 	case errors.As(err, &ne):
 		if ne.unreachable() {

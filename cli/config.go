@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,7 +29,7 @@ func (a *app) configCommand() *cobra.Command {
   keenauth config rebase cfgp_…
   keenauth config apply cfgp_… --secrets-from-env --sp-host login.shop.example`,
 	})
-	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.rebaseCommand(), a.applyCommand())
+	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.rebaseCommand(), a.applyCommand(), a.promoteCommand())
 	return c
 }
 
@@ -38,6 +39,7 @@ var kindNames = []string{"api", "connection", "role", "application", "applicatio
 func (a *app) exportCommand() *cobra.Command {
 	var types []string
 	var out string
+	var vf varFlags
 	c := &cobra.Command{
 		Use:   "export",
 		Short: "Write the current configuration as a document",
@@ -45,12 +47,29 @@ func (a *app) exportCommand() *cobra.Command {
 a document that config plan accepts as it is. The versions of every exported
 resource go with it: config plan sends them, and the API refuses the plan if
 any of those resources changed since the export (edit the config member, not
-the versions). With --json the API's answer is written unchanged.`,
+the versions). With --json the API's answer is written unchanged.
+
+--vars FILE (and --var NAME=VALUE) turn the environment's values back into
+placeholders: each string value equal to a string variable's value is
+written "${NAME}" (whole values only), and a literal ${ in any other value is
+written $${. A value equal to two variables' values is refused, naming both.
+The document is then a template for any environment: it is written as
+{"config": …} without the versions, which hold for this environment only,
+and config plan -f with another environment's --vars fills it in.`,
 		Example: `  keenauth config export
   keenauth config export --types connection,api -o keenauth.json
+  keenauth config export --vars production.yaml -o keenauth.json
   keenauth config export --json | jq .versions`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			templated := len(vf.files) > 0 || len(vf.assignments) > 0
+			if templated && a.json {
+				return cmdLinef("--json writes the API's answer unchanged and --vars rewrites it: use one")
+			}
+			vars, err := vf.read()
+			if err != nil {
+				return err
+			}
 			q := url.Values{}
 			if cmd.Flags().Changed("types") {
 				q.Set("types", strings.Join(types, ","))
@@ -71,6 +90,18 @@ the versions). With --json the API's answer is written unchanged.`,
 				}
 				if err := decode(resp, &ex); err != nil {
 					return err
+				}
+				if templated {
+					cfg, used, err := placeholdersFor(ex.Config, vars)
+					if err != nil {
+						return err
+					}
+					for _, name := range sortedNames(vars) {
+						if !used[name] {
+							fmt.Fprintf(a.stderr, "Warning: variable %s (from %s) matches no value of the export.\n", name, vars[name].source)
+						}
+					}
+					ex.Config, ex.Versions = cfg, nil
 				}
 				// The versions go with the document, so that planning it
 				// after an edit is refused if anything moved since.
@@ -97,6 +128,7 @@ the versions). With --json the API's answer is written unchanged.`,
 	}
 	c.Flags().StringSliceVar(&types, "types", nil, "export only these resource types (comma separated: "+strings.Join(kindNames, ",")+")")
 	c.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of standard output")
+	vf.add(c)
 	_ = c.RegisterFlagCompletionFunc("types", cobra.FixedCompletions(kindNames, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
@@ -125,6 +157,7 @@ func (a *app) planCommand() *cobra.Command {
 	var file string
 	var prune, preview bool
 	var view planView
+	var vf varFlags
 	c := &cobra.Command{
 		Use:   "plan -f FILE",
 		Short: "Plan the changes a document makes",
@@ -159,8 +192,15 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does
 			if file == "" {
 				return cmdLinef("-f FILE is required (- reads standard input)")
 			}
+			vars, err := vf.read()
+			if err != nil {
+				return err
+			}
 			doc, err := readDocument(file, a.stdin)
 			if err != nil {
+				return err
+			}
+			if doc, err = resolve(a.stderr, documentName(file), doc, vars); err != nil {
 				return err
 			}
 			cl, err := a.api()
@@ -190,14 +230,37 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does
 	c.Flags().StringVarP(&file, "file", "f", "", "the document, JSON or YAML (- for standard input)")
 	c.Flags().BoolVar(&prune, "prune", false, "delete the resources of the planned types that the document leaves out")
 	c.Flags().BoolVar(&preview, "preview", false, "show the plan without storing it (no plan id, nothing to apply)")
+	vf.add(c)
 	view.add(a, c, true)
+	view.addFormat(a, c)
 	_ = c.MarkFlagFilename("file", "json", "yaml", "yml")
 	return c
 }
 
-// planView is how a plan is printed: --show-unchanged.
+// planView is how a plan is printed: --show-unchanged, --format.
 type planView struct {
 	showUnchanged bool
+	format        string
+}
+
+// addFormat adds --format text|json|markdown to c, checked before the
+// command runs (nothing is sent with a wrong one). --json is --format json.
+func (v *planView) addFormat(a *app, c *cobra.Command) {
+	c.Flags().StringVar(&v.format, "format", "text", "text (for a terminal), json (the API's plan, as --json) or markdown (for a pull-request comment)")
+	_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json", "markdown"}, cobra.ShellCompDirectiveNoFileComp))
+	c.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		switch v.format {
+		case "json":
+			a.json = true
+		case "text", "markdown":
+			if a.json && cmd.Flags().Changed("format") {
+				return cmdLinef("--json is --format json: give one of them")
+			}
+		default:
+			return cmdLinef("--format %q: give text, json or markdown", v.format)
+		}
+		return nil
+	}
 }
 
 // add adds --show-unchanged to c, and --detailed-exitcode when detailed.
@@ -234,11 +297,14 @@ func (a *app) printPlan(resp *response, view planView) error {
 	if a.detailedExit && pl.hasChanges() {
 		a.exit = ExitChanges
 	}
-	if a.json {
+	switch {
+	case a.json:
 		writeRaw(a.stdout, resp.body)
-		return nil
+	case view.format == "markdown":
+		_, _ = io.WriteString(a.stdout, renderMarkdown(&pl, markdownLimit))
+	default:
+		renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
 	}
-	renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
 	return nil
 }
 
@@ -261,6 +327,7 @@ changes (whatever its status) and 1 on any failure.`,
 		},
 	}
 	view.add(a, c, true)
+	view.addFormat(a, c)
 	return c
 }
 
@@ -291,6 +358,7 @@ changes and 1 on any failure.`,
 		},
 	}
 	view.add(a, c, true)
+	view.addFormat(a, c)
 	return c
 }
 
