@@ -92,9 +92,12 @@ and config plan -f with another environment's --vars fills it in.`,
 					return err
 				}
 				if templated {
-					cfg, used, err := placeholdersFor(ex.Config, vars)
+					cfg, used, inside, err := placeholdersFor(ex.Config, vars)
 					if err != nil {
 						return err
+					}
+					for _, w := range inside {
+						fmt.Fprintf(a.stderr, "Warning: %s.\n", w)
 					}
 					for _, name := range sortedNames(vars) {
 						if !used[name] {

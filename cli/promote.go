@@ -107,9 +107,12 @@ statuses are those of config plan.`,
 			if err := decode(resp, &ex); err != nil {
 				return err
 			}
-			templ, used, err := placeholdersFor(ex.Config, from)
+			templ, used, inside, err := placeholdersFor(ex.Config, from)
 			if err != nil {
 				return err
+			}
+			for _, w := range inside {
+				fmt.Fprintf(a.stderr, "Warning: %s.\n", w)
 			}
 			for _, name := range sortedNames(from) {
 				if !used[name] {

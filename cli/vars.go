@@ -283,16 +283,28 @@ func (s substitution) unused(vars variables) []string {
 // variables' values is ambiguous: every such value is reported, naming the
 // variables. A variable whose value is not a string, or is empty, is not
 // matched (an empty string is too common to stand for one variable).
-func placeholdersFor(doc json.RawMessage, vars variables) (json.RawMessage, map[string]bool, error) {
+// used names the variables that became placeholders; inside lists, in
+// document order, each value that holds a variable's
+// value inside a longer string: it stays as it is, which is worth a
+// warning, since the variable differs between environments.
+func placeholdersFor(doc json.RawMessage, vars variables) (templ json.RawMessage, used map[string]bool, inside []string, err error) {
 	byValue := map[string][]string{}
 	for name, v := range vars {
 		if s, ok := v.isString(); ok && s != "" {
 			byValue[s] = append(byValue[s], name)
 		}
 	}
-	used := map[string]bool{}
+	names := sortedNames(vars)
+	used = map[string]bool{}
 	var ambiguous []string
 	w := &jsonRewriter{str: func(ptr, v string, out *bytes.Buffer) bool {
+		if len(byValue[v]) == 0 {
+			for _, name := range names {
+				if s, ok := vars[name].isString(); ok && s != "" && strings.Contains(v, s) {
+					inside = append(inside, fmt.Sprintf("%s holds the value of %s inside a longer string: only whole values become placeholders, so it is kept as it is", pointerOrTop(ptr), name))
+				}
+			}
+		}
 		if names := byValue[v]; len(names) > 0 {
 			sort.Strings(names)
 			if len(names) > 1 {
@@ -311,13 +323,13 @@ func placeholdersFor(doc json.RawMessage, vars variables) (json.RawMessage, map[
 	}}
 	out, err := w.rewrite(doc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the export is not valid JSON: %w", err)
+		return nil, nil, nil, fmt.Errorf("the export is not valid JSON: %w", err)
 	}
 	if len(ambiguous) > 0 {
-		return nil, nil, usagef("%d value(s) of the export equal the values of several variables, so no one placeholder can stand for them:\n%s\nGive those variables different values.",
+		return nil, nil, nil, usagef("%d value(s) of the export equal the values of several variables, so no one placeholder can stand for them:\n%s\nGive those variables different values.",
 			len(ambiguous), strings.Join(ambiguous, "\n"))
 	}
-	return out, used, nil
+	return out, used, inside, nil
 }
 
 // jsonRewriter copies a JSON value, member order and number text kept,

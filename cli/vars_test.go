@@ -101,9 +101,13 @@ func TestPlaceholdersForIsTheReverseOfSubstitute(t *testing.T) {
 	prod := testVars(t, map[string]string{"HOST": `"https://api.shop.example"`, "NAME": `"Shop"`, "LIFETIME": `3600`, "EMPTY": `""`})
 	export := json.RawMessage(`{"apis":{"orders":{"identifier":"https://api.shop.example","display_name":"Shop",` +
 		`"description":"Shop's ${not a placeholder} $${","lifetime":3600,"x":"https://api.shop.example/v2","e":""}},"Shop":1}`)
-	templ, used, err := placeholdersFor(export, prod)
+	templ, used, inside, err := placeholdersFor(export, prod)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := []string{"/apis/orders/description holds the value of NAME inside a longer string: only whole values become placeholders, so it is kept as it is",
+		"/apis/orders/x holds the value of HOST inside a longer string: only whole values become placeholders, so it is kept as it is"}; !cmp.Equal(want, inside) {
+		t.Errorf("inside (-want +got):\n%s", cmp.Diff(want, inside))
 	}
 	want := `{"apis":{"orders":{"identifier":"${HOST}","display_name":"${NAME}",` +
 		`"description":"Shop's $${not a placeholder} $$${","lifetime":3600,"x":"https://api.shop.example/v2","e":""}},"Shop":1}`
@@ -126,7 +130,7 @@ func TestPlaceholdersForIsTheReverseOfSubstitute(t *testing.T) {
 func TestPlaceholdersForRefusesAValueOfTwoVariables(t *testing.T) {
 	t.Parallel()
 	vars := testVars(t, map[string]string{"A": `"same"`, "B": `"same"`, "C": `"other"`})
-	_, _, err := placeholdersFor(json.RawMessage(`{"x":{"y":"same"},"z":"other"}`), vars)
+	_, _, _, err := placeholdersFor(json.RawMessage(`{"x":{"y":"same"},"z":"other"}`), vars)
 	if err == nil || !strings.Contains(err.Error(), `/x/y: "same" is the value of A and B`) {
 		t.Fatalf("err = %v", err)
 	}

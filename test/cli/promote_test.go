@@ -143,6 +143,18 @@ func TestPromoteTypesPruneAndPreview(t *testing.T) {
 	if after := len(must(t, p.h.run(t, "plans", "list", "--json")).JSON(t)["data"].([]any)); after != plansBefore {
 		t.Errorf("the preview stored %d plans", after-plansBefore)
 	}
+
+	// A variable's value inside a longer string is promoted as it is,
+	// with a warning: only whole values become placeholders.
+	hostOnly := writeFile(t, "host.yaml", "API_HOST: api.staging.shop.example\n")
+	r := must(t, p.prod.run(t, invocation{env: p.secretEnv}, "config", "promote", "--from-url", p.stg.URL, "--from-key-env", "STAGING_KEY",
+		"--from-vars", hostOnly, "--var", "API_HOST=api.shop.example", "--types", "api", "--preview"))
+	want := "Warning: /apis/orders/identifier holds the value of API_HOST inside a longer string: only whole values become placeholders, so it is kept as it is.\n" +
+		"Warning: variable API_HOST (from " + hostOnly + ") matches no value of the source environment.\n" +
+		"Warning: variable API_HOST (from --var) is used by no placeholder of the source environment's configuration.\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q\nwant   %q", r.stderr, want)
+	}
 }
 
 func TestPromoteRefusesBeforeSending(t *testing.T) {
