@@ -47,7 +47,9 @@ func (a *app) exportCommand() *cobra.Command {
 a document that config plan accepts as it is. The versions of every exported
 resource go with it: config plan sends them, and the API refuses the plan if
 any of those resources changed since the export (edit the config member, not
-the versions). With --json the API's answer is written unchanged.
+the versions). A literal ${ in a value is written $${, which config plan
+reads back as ${ (a document's ${NAME} is a placeholder). With --json the
+API's answer is written unchanged.
 
 --vars FILE (and --var NAME=VALUE) turn the environment's values back into
 placeholders: each string value equal to a string variable's value is
@@ -105,6 +107,14 @@ and config plan -f with another environment's --vars fills it in.`,
 						}
 					}
 					ex.Config, ex.Versions = cfg, nil
+				} else {
+					// A literal ${ is written $${, so that config plan
+					// reads the value back as it is, not as a placeholder.
+					cfg, _, _, err := placeholdersFor(ex.Config, nil)
+					if err != nil {
+						return err
+					}
+					ex.Config = cfg
 				}
 				// The versions go with the document, so that planning it
 				// after an edit is refused if anything moved since.

@@ -273,3 +273,21 @@ func mustMarshal(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestExportEscapesLiteralPlaceholders: a value holding ${ is exported as
+// $${, so that the export planned again changes nothing; --json writes the
+// API's answer unchanged.
+func TestExportEscapesLiteralPlaceholders(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	p := h.Plan(map[string]any{"roles": map[string]any{"support": map[string]any{"display_name": "Support", "description": "costs ${PRICE} or $${X}"}}}, false)
+	h.Apply(p["id"].(string), map[string]any{})
+	r := must(t, h.run(t, "config", "export", "--types", "role"))
+	if !strings.Contains(r.stdout, `"description": "costs $${PRICE} or $$${X}"`) {
+		t.Errorf("export:\n%s", r.stdout)
+	}
+	must(t, h.run(t, "config", "plan", "-f", writeFile(t, "export.json", r.stdout), "--preview", "--detailed-exitcode"))
+	if raw := must(t, h.run(t, "config", "export", "--types", "role", "--json")); !strings.Contains(raw.stdout, `"costs ${PRICE} or $${X}"`) {
+		t.Errorf("export --json:\n%s", raw.stdout)
+	}
+}
