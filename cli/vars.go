@@ -191,6 +191,10 @@ func (s *substitution) replaceString(ptr, v string, vars variables, out *bytes.B
 				if end >= 0 {
 					text = v[i : i+end+1]
 				}
+				if len(text) > 40 {
+					// An unclosed ${ runs to the end of a value of any length.
+					text = strings.ToValidUTF8(text[:40], "") + "…"
+				}
 				problems = append(problems, placeholderProblem{ptr, text, "is not a placeholder: a name is [A-Z][A-Z0-9_]*, and $${ writes a literal ${"})
 				i += 2
 				continue

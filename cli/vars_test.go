@@ -67,7 +67,7 @@ func TestSubstituteNamesEveryUnresolvedPlaceholderWithItsPointer(t *testing.T) {
 	t.Parallel()
 	vars := testVars(t, map[string]string{"LIST": `[1]`})
 	doc := json.RawMessage(`{"apis":{"orders":{"identifier":"${ORDERS_URL}","scopes":[{"value":"x ${SCOPE}"}]}},` +
-		`"a/b":{"c~d":"${lower} and ${UNCLOSED"},"e":"in ${LIST} text","f":"${MISSING}"}`)
+		`"a/b":{"c~d":"${lower} and ${UNCLOSED"},"e":"in ${LIST} text","f":"${MISSING}","g":"${` + strings.Repeat("A", 100) + `"}`)
 	_, err := substitute("doc.json", doc, vars)
 	var pe *placeholderError
 	if !errors.As(err, &pe) {
@@ -84,12 +84,13 @@ func TestSubstituteNamesEveryUnresolvedPlaceholderWithItsPointer(t *testing.T) {
 		"/a~1b/c~0d ${UNCLOSED",
 		"/e ${LIST}",
 		"/f ${MISSING}",
+		"/g ${" + strings.Repeat("A", 38) + "…",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 	msg := err.Error()
-	for _, w := range []string{"6 placeholder(s) of doc.json", "nothing was sent", "/apis/orders/identifier: ${ORDERS_URL} has no value", "$${"} {
+	for _, w := range []string{"7 placeholder(s) of doc.json", "nothing was sent", "/apis/orders/identifier: ${ORDERS_URL} has no value", "$${"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("message lacks %q:\n%s", w, msg)
 		}
