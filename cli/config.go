@@ -94,17 +94,9 @@ and config plan -f with another environment's --vars fills it in.`,
 					return err
 				}
 				if templated {
-					cfg, used, inside, err := placeholdersFor(ex.Config, vars)
+					cfg, err := a.template(ex.Config, vars, "the export")
 					if err != nil {
 						return err
-					}
-					for _, w := range inside {
-						fmt.Fprintf(a.stderr, "Warning: %s.\n", w)
-					}
-					for _, name := range sortedNames(vars) {
-						if !used[name] {
-							fmt.Fprintf(a.stderr, "Warning: variable %s (from %s) matches no value of the export.\n", name, vars[name].source)
-						}
 					}
 					ex.Config, ex.Versions = cfg, nil
 				} else {
@@ -216,28 +208,7 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does
 			if doc, err = resolve(a.stderr, documentName(file), doc, vars); err != nil {
 				return err
 			}
-			cl, err := a.api()
-			if err != nil {
-				return err
-			}
-			body, _ := json.Marshal(struct {
-				Config   json.RawMessage `json:"config"`
-				Prune    bool            `json:"prune"`
-				Versions json.RawMessage `json:"versions,omitempty"`
-			}{doc.config, prune, doc.versions})
-			// A generated key makes the creation safe to retry: a retry
-			// after a lost answer gets the same plan, not a second one. A
-			// preview, which stores nothing, is safe to retry anyway; the
-			// API ignores its key, which lets the client retry it.
-			req := request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()}
-			if preview {
-				req.query = url.Values{"preview": {"true"}}
-			}
-			resp, err := cl.do(a.ctx, req)
-			if err != nil {
-				return namingVersions(err, file)
-			}
-			return a.printPlan(resp, view)
+			return a.createPlan(doc, prune, preview, view, file)
 		},
 	}
 	c.Flags().StringVarP(&file, "file", "f", "", "the document, JSON or YAML (- for standard input)")
@@ -248,6 +219,37 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does
 	view.addFormat(a, c)
 	_ = c.MarkFlagFilename("file", "json", "yaml", "yml")
 	return c
+}
+
+// createPlan sends a plan creation (a preview with preview) of doc, and
+// prints the plan. file names the document in a refusal of its versions
+// (a promotion sends none).
+func (a *app) createPlan(doc planDocument, prune, preview bool, view planView, file string) error {
+	cl, err := a.api()
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(struct {
+		Config   json.RawMessage `json:"config"`
+		Prune    bool            `json:"prune"`
+		Versions json.RawMessage `json:"versions,omitempty"`
+	}{doc.config, prune, doc.versions})
+	// A generated key makes the creation safe to retry: a retry after a
+	// lost answer gets the same plan, not a second one. A preview, which
+	// stores nothing, is safe to retry anyway; the API ignores its key,
+	// which lets the client retry it.
+	req := request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()}
+	if preview {
+		req.query = url.Values{"preview": {"true"}}
+	}
+	resp, err := cl.do(a.ctx, req)
+	if err != nil && doc.versions != nil {
+		return namingVersions(err, file)
+	}
+	if err != nil {
+		return err
+	}
+	return a.printPlan(resp, view)
 }
 
 // planView is how a plan is printed: --show-unchanged, --format.

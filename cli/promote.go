@@ -58,26 +58,9 @@ statuses are those of config plan.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Every local input first: nothing is sent while one is wrong.
-			if fromURL == "" {
-				return cmdLinef("--from-url URL is required: the source environment's API")
-			}
-			src, err := url.Parse(fromURL)
-			if err != nil || (src.Scheme != "http" && src.Scheme != "https") || src.Host == "" {
-				return cmdLinef("--from-url %q is not an http(s) URL", redact(fromURL))
-			}
-			if fromKeyEnv == "" {
-				return cmdLinef("--from-key-env VAR is required: the environment variable that holds the source environment's API key")
-			}
-			if strings.HasPrefix(fromKeyEnv, "ksk_") {
-				// Not echoed: it is a key, and logs keep what is printed.
-				return cmdLinef("--from-key-env takes the name of the environment variable that holds the source's API key, not the key itself (which a command line shows to every process)")
-			}
-			if !envVarName.MatchString(fromKeyEnv) {
-				return cmdLinef("--from-key-env %q is not the name of an environment variable (give its name, not the key)", fromKeyEnv)
-			}
-			fromKey := a.env(fromKeyEnv)
-			if fromKey == "" {
-				return usagef("the environment variable %s, which --from-key-env names, is not set or empty: it must hold the source environment's API key", fromKeyEnv)
+			source, err := a.sourceClient(fromURL, fromKeyEnv)
+			if err != nil {
+				return err
 			}
 			from, err := readVariables(fromVars, nil)
 			if err != nil {
@@ -87,19 +70,16 @@ statuses are those of config plan.`,
 			if err != nil {
 				return err
 			}
-			target, err := a.api()
-			if err != nil {
+			if _, err := a.api(); err != nil {
 				return err
 			}
-			source := &client{baseURL: src, secret: fromKey, http: newHTTPClient(), retryFor: a.retryFor, wait: waiter(a.stderr)}
-
 			q := url.Values{}
 			if cmd.Flags().Changed("types") {
 				q.Set("types", strings.Join(types, ","))
 			}
 			resp, err := source.do(a.ctx, request{method: http.MethodGet, path: "/v1/config", query: q})
 			if err != nil {
-				return fmt.Errorf("the export of the source environment (%s) failed: %w", src.Redacted(), err)
+				return fmt.Errorf("the export of the source environment (%s) failed: %w", source.baseURL.Redacted(), err)
 			}
 			var ex struct {
 				Config json.RawMessage `json:"config"`
@@ -107,36 +87,17 @@ statuses are those of config plan.`,
 			if err := decode(resp, &ex); err != nil {
 				return err
 			}
-			templ, used, inside, err := placeholdersFor(ex.Config, from)
+			templ, err := a.template(ex.Config, from, "the source environment")
 			if err != nil {
 				return err
-			}
-			for _, w := range inside {
-				fmt.Fprintf(a.stderr, "Warning: %s.\n", w)
-			}
-			for _, name := range sortedNames(from) {
-				if !used[name] {
-					fmt.Fprintf(a.stderr, "Warning: variable %s (from %s) matches no value of the source environment.\n", name, from[name].source)
-				}
 			}
 			doc, err := resolve(a.stderr, "the source environment's configuration", planDocument{config: templ}, to)
 			if err != nil {
 				return err
 			}
 			// The source's versions are not sent: they are the source's.
-			body, _ := json.Marshal(struct {
-				Config json.RawMessage `json:"config"`
-				Prune  bool            `json:"prune"`
-			}{doc.config, prune})
-			req := request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()}
-			if preview {
-				req.query = url.Values{"preview": {"true"}}
-			}
-			resp, err = target.do(a.ctx, req)
-			if err != nil {
-				return err
-			}
-			return a.printPlan(resp, view)
+			doc.versions = nil
+			return a.createPlan(doc, prune, preview, view, "")
 		},
 	}
 	f := c.Flags()
@@ -152,4 +113,51 @@ statuses are those of config plan.`,
 	view.add(a, c, true)
 	view.addFormat(a, c)
 	return c
+}
+
+// sourceClient is the client of the source environment: its URL, and its
+// key read from the environment variable named varName, never from a
+// flag. A key given in place of the name is refused without being echoed.
+func (a *app) sourceClient(rawURL, varName string) (*client, error) {
+	if rawURL == "" {
+		return nil, cmdLinef("--from-url URL is required: the source environment's API")
+	}
+	src, err := url.Parse(rawURL)
+	if err != nil || (src.Scheme != "http" && src.Scheme != "https") || src.Host == "" {
+		return nil, cmdLinef("--from-url %q is not an http(s) URL", redact(rawURL))
+	}
+	switch {
+	case varName == "":
+		return nil, cmdLinef("--from-key-env VAR is required: the environment variable that holds the source environment's API key")
+	case strings.HasPrefix(varName, "ksk_"):
+		// Not echoed: it is a key, and logs keep what is printed.
+		return nil, cmdLinef("--from-key-env takes the name of the environment variable that holds the source's API key, not the key itself (which a command line shows to every process)")
+	case !envVarName.MatchString(varName):
+		return nil, cmdLinef("--from-key-env %q is not the name of an environment variable (give its name, not the key)", varName)
+	}
+	key := a.env(varName)
+	if key == "" {
+		return nil, usagef("the environment variable %s, which --from-key-env names, is not set or empty: it must hold the source environment's API key", varName)
+	}
+	return &client{baseURL: src, secret: key, http: newHTTPClient(), retryFor: a.retryFor, wait: waiter(a.stderr)}, nil
+}
+
+// template turns the values of an exported configuration into the
+// placeholders of vars (placeholdersFor), warning on stderr about each
+// value holding a variable's value inside a longer string and each
+// variable that matched nothing in what.
+func (a *app) template(config json.RawMessage, vars variables, what string) (json.RawMessage, error) {
+	templ, used, inside, err := placeholdersFor(config, vars)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range inside {
+		fmt.Fprintf(a.stderr, "Warning: %s.\n", w)
+	}
+	for _, name := range sortedNames(vars) {
+		if !used[name] {
+			fmt.Fprintf(a.stderr, "Warning: variable %s (from %s) matches no value of %s.\n", name, vars[name].source, what)
+		}
+	}
+	return templ, nil
 }
