@@ -33,6 +33,7 @@ type markdownPlan struct {
 	// head and tail are the blocks before and after the lists and the
 	// changes.
 	head, warnings, secrets, tail []string
+	approvals                     string   // "" when the plan asks for none
 	changes                       []string // one block per changed resource, plan order
 	unchanged                     int
 }
@@ -64,7 +65,7 @@ func (m *markdownPlan) build() {
 		if len(who) > 0 {
 			line += " (" + strings.Join(who, ", ") + ")"
 		}
-		m.head = append(m.head, line+".")
+		m.approvals = line + "."
 	}
 	for _, s := range pl.RequiredSecrets {
 		m.secrets = append(m.secrets, "- `"+codeText(s)+"`")
@@ -239,6 +240,9 @@ func (m *markdownPlan) join(keep []bool, left, w, s int) string {
 		blocks = append(blocks, l)
 	}
 	list(fmt.Sprintf("**Warnings** (%d):", len(m.warnings)), m.warnings, w)
+	if m.approvals != "" {
+		blocks = append(blocks, m.approvals)
+	}
 	list("**Secrets the apply needs** (by name; `--secrets-from-env` reads each from the environment variable of that name):",
 		m.secrets, s)
 	if len(m.changes) == 0 && m.unchanged == 0 {

@@ -124,7 +124,12 @@ func TestMarkdownShowsApprovalsOnlyWhenThePlanHasThem(t *testing.T) {
 	owner := "ana@shop.example"
 	pl.ApprovalsRequired = intp(2)
 	pl.Approvals = []approval{{APIKeyID: "key_1", Owner: &owner, ApprovedAt: "2026-12-03T10:00:00.000Z"}}
-	if md := renderMarkdown(pl, markdownLimit); !strings.Contains(md, "**Approvals needed:** 2; received 1 (ana@shop.example at 2026-12-03T10:00:00.000Z).") {
-		t.Errorf("approvals:\n%s", md)
+	pl.Warnings = []warning{{Code: "rule_approval", Target: "api/kept", Detail: "Needs two."}}
+	pl.RequiredSecrets = []string{"KEENAUTH_X"}
+	md := renderMarkdown(pl, markdownLimit)
+	w, a, s := strings.Index(md, "**Warnings**"), strings.Index(md, "**Approvals needed:** 2; received 1 (ana@shop.example at 2026-12-03T10:00:00.000Z)."),
+		strings.Index(md, "**Secrets the apply needs**")
+	if w < 0 || a < w || s < a {
+		t.Errorf("want warnings, approvals, secrets in this order:\n%s", md)
 	}
 }
