@@ -185,10 +185,23 @@ creation, and stores nothing: no plan id, nothing to apply.
 
 --detailed-exitcode exits 0 when the plan changes nothing, 2 when it has
 changes and 1 on any failure, as terraform plan -detailed-exitcode does
-(with --preview too).`,
+(with --preview too).
+
+--vars FILE (JSON or YAML, repeatable: a later file wins) and --var
+NAME=VALUE fill in the document's ${NAME} placeholders before anything is
+sent; a value that is exactly "${NAME}" takes the variable's value whatever
+its type, and $${ writes a literal ${. A placeholder without a value fails
+the command, naming each by its pointer in the document; nothing is sent.
+
+--format markdown writes the plan as a pull-request comment: the counts,
+warnings and secrets (by name), one collapsible diff per changed resource,
+at most 60,000 characters (the largest changes left out past that, with the
+command that shows them). --format json is --json.`,
 		Example: `  keenauth config plan -f keenauth.json
   keenauth config plan -f keenauth.json --preview --detailed-exitcode
   keenauth config plan -f keenauth.yaml --show-unchanged
+  keenauth config plan -f keenauth.yaml --vars production.yaml --var API_HOST=api.shop.example
+  keenauth config plan -f keenauth.yaml --vars production.yaml --format markdown > plan.md
   keenauth config export | keenauth config plan -f -
   keenauth config plan -f keenauth.json --prune --json | jq -r .id
   keenauth config plan -f keenauth.json --detailed-exitcode; [ $? -eq 2 ] && echo "changes to review"`,
@@ -331,7 +344,12 @@ func (a *app) showCommand() *cobra.Command {
 		Long: `Prints a stored plan as config plan does, and what became of it.
 
 --detailed-exitcode exits 0 when the plan changes nothing, 2 when it has
-changes (whatever its status) and 1 on any failure.`,
+changes (whatever its status) and 1 on any failure.
+
+--format markdown writes the plan as a pull-request comment: the counts,
+warnings and secrets (by name), one collapsible diff per changed resource,
+at most 60,000 characters (the largest changes left out past that, with the
+command that shows them). --format json is --json.`,
 		Example: `  keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5
   keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5 --show-unchanged
   keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5 --json | jq .status`,
@@ -360,7 +378,12 @@ changes touched. PLAN may be planned, conflicted or expired, and keeps its
 status. Review the new plan, then apply it.
 
 --detailed-exitcode exits 0 when the new plan changes nothing, 2 when it has
-changes and 1 on any failure.`,
+changes and 1 on any failure.
+
+--format markdown writes the plan as a pull-request comment: the counts,
+warnings and secrets (by name), one collapsible diff per changed resource,
+at most 60,000 characters (the largest changes left out past that, with the
+command that shows them). --format json is --json.`,
 		Example: `  keenauth config rebase cfgp_01m4qpqtywfs7930tb6kqn5rc5
   keenauth config rebase cfgp_01m4qpqtywfs7930tb6kqn5rc5 --json | jq .moved`,
 		Args:              exactArgs("PLAN"),

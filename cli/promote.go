@@ -48,8 +48,8 @@ only no_op changes.
 
 --types promotes only those resource types (the planned types are those
 exported); --prune deletes here the resources of those types that the source
-does not have; --preview stores nothing. --detailed-exitcode and the exit
-statuses are those of config plan.`,
+does not have; --preview stores nothing. --detailed-exitcode, --format and
+the exit statuses are those of config plan.`,
 		Example: `  export STAGING_KEY=ksk_…   # the staging environment's key
   keenauth config promote --from-url https://config.keenauth.example --from-key-env STAGING_KEY \
     --from-vars staging.yaml --vars production.yaml --preview
