@@ -160,6 +160,14 @@ func TestPlanRefusesUnresolvedPlaceholdersBeforeSending(t *testing.T) {
 			t.Errorf("keenauth %v:\nstdout %q\nstderr %s\nwant %s", tc.args, r.stdout, r.stderr, want)
 		}
 	}
+	// In an export's file, the pointers are those of its config member.
+	export := writeJSON(t, "export.json", map[string]any{"config": map[string]any{"apis": map[string]any{"orders": map[string]any{"identifier": "${ORDERS_URL}"}}},
+		"versions": map[string]any{"api/orders": 1}})
+	r := runAgainst(t, api.URL, invocation{}, "config", "plan", "-f", export)
+	wantExit(t, r, 2)
+	if !strings.Contains(r.stderr, "\n  /apis/orders/identifier: ${ORDERS_URL} has no value\n") {
+		t.Errorf("export file: stderr %s", r.stderr)
+	}
 	if got := api.requests(); len(got) != 0 {
 		t.Errorf("requests were sent: %v", got)
 	}
