@@ -58,16 +58,16 @@ const exitStatusHelp = `Exit status:
   1  the API refused the request, or could not be reached at all (connection
      refused, a name that does not resolve) after retrying for --retry-for;
      connections test: the test failed
-  2  usage: a wrong flag or argument, an unreadable input file, a missing
-     environment variable; nothing was sent
+  2  usage: a wrong flag or argument, an unreadable input file, a placeholder
+     without a value, a missing environment variable; nothing was sent
   3  the plan is stale or conflicts with the configuration (409
      config_conflict, conflict or config_plan_not_applicable; 410 expired):
      make a new plan
   4  the API stayed unavailable or rate limited, or its answer was lost,
      after retrying for --retry-for
   130  interrupted
-With --detailed-exitcode (config plan, config show): 0 no changes, 2 changes
-present, 1 any failure.`
+With --detailed-exitcode (config plan, show, rebase, promote): 0 no changes,
+2 changes present, 1 any failure.`
 
 // app is one invocation: its streams, environment and global flags.
 type app struct {
@@ -260,12 +260,13 @@ func redact(raw string) string {
 // exitCode classifies an error.
 func exitCode(err error) int {
 	var ue *usageError
+	var pe *placeholderError
 	var ae *apiError
 	var ne *networkError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &pe):
 		return ExitUsage
 	case errors.As(err, &ne):
 		if ne.unreachable() {

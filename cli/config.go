@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,7 +29,7 @@ func (a *app) configCommand() *cobra.Command {
   keenauth config rebase cfgp_…
   keenauth config apply cfgp_… --secrets-from-env --sp-host login.shop.example`,
 	})
-	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.rebaseCommand(), a.applyCommand())
+	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.rebaseCommand(), a.applyCommand(), a.promoteCommand())
 	return c
 }
 
@@ -38,6 +39,7 @@ var kindNames = []string{"api", "connection", "role", "application", "applicatio
 func (a *app) exportCommand() *cobra.Command {
 	var types []string
 	var out string
+	var vf varFlags
 	c := &cobra.Command{
 		Use:   "export",
 		Short: "Write the current configuration as a document",
@@ -45,12 +47,31 @@ func (a *app) exportCommand() *cobra.Command {
 a document that config plan accepts as it is. The versions of every exported
 resource go with it: config plan sends them, and the API refuses the plan if
 any of those resources changed since the export (edit the config member, not
-the versions). With --json the API's answer is written unchanged.`,
+the versions). A literal ${ in a value is written $${, which config plan
+reads back as ${ (a document's ${NAME} is a placeholder). With --json the
+API's answer is written unchanged.
+
+--vars FILE (and --var NAME=VALUE) turn the environment's values back into
+placeholders: each string value equal to a string variable's value is
+written "${NAME}" (whole values only), and a literal ${ in any other value is
+written $${. A value equal to two variables' values is refused, naming both.
+The document is then a template for any environment: it is written as
+{"config": …} without the versions, which hold for this environment only,
+and config plan -f with another environment's --vars fills it in.`,
 		Example: `  keenauth config export
   keenauth config export --types connection,api -o keenauth.json
+  keenauth config export --vars production.yaml -o keenauth.json
   keenauth config export --json | jq .versions`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			templated := len(vf.files) > 0 || len(vf.assignments) > 0
+			if templated && a.json {
+				return cmdLinef("--json writes the API's answer unchanged and --vars rewrites it: use one")
+			}
+			vars, err := vf.read()
+			if err != nil {
+				return err
+			}
 			q := url.Values{}
 			if cmd.Flags().Changed("types") {
 				q.Set("types", strings.Join(types, ","))
@@ -71,6 +92,21 @@ the versions). With --json the API's answer is written unchanged.`,
 				}
 				if err := decode(resp, &ex); err != nil {
 					return err
+				}
+				if templated {
+					cfg, err := a.template(ex.Config, vars, "the export")
+					if err != nil {
+						return err
+					}
+					ex.Config, ex.Versions = cfg, nil
+				} else {
+					// A literal ${ is written $${, so that config plan
+					// reads the value back as it is, not as a placeholder.
+					cfg, _, _, err := placeholdersFor(ex.Config, nil)
+					if err != nil {
+						return err
+					}
+					ex.Config = cfg
 				}
 				// The versions go with the document, so that planning it
 				// after an edit is refused if anything moved since.
@@ -97,6 +133,7 @@ the versions). With --json the API's answer is written unchanged.`,
 	}
 	c.Flags().StringSliceVar(&types, "types", nil, "export only these resource types (comma separated: "+strings.Join(kindNames, ",")+")")
 	c.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of standard output")
+	vf.add(c)
 	_ = c.RegisterFlagCompletionFunc("types", cobra.FixedCompletions(kindNames, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
@@ -125,6 +162,7 @@ func (a *app) planCommand() *cobra.Command {
 	var file string
 	var prune, preview bool
 	var view planView
+	var vf varFlags
 	c := &cobra.Command{
 		Use:   "plan -f FILE",
 		Short: "Plan the changes a document makes",
@@ -147,10 +185,23 @@ creation, and stores nothing: no plan id, nothing to apply.
 
 --detailed-exitcode exits 0 when the plan changes nothing, 2 when it has
 changes and 1 on any failure, as terraform plan -detailed-exitcode does
-(with --preview too).`,
+(with --preview too).
+
+--vars FILE (JSON or YAML, repeatable: a later file wins) and --var
+NAME=VALUE fill in the document's ${NAME} placeholders before anything is
+sent; a value that is exactly "${NAME}" takes the variable's value whatever
+its type, and $${ writes a literal ${. A placeholder without a value fails
+the command, naming each by its pointer in the document; nothing is sent.
+
+--format markdown writes the plan as a pull-request comment: the counts,
+warnings and secrets (by name), one collapsible diff per changed resource,
+at most 60,000 characters (the largest changes left out past that, with the
+command that shows them). --format json is --json.`,
 		Example: `  keenauth config plan -f keenauth.json
   keenauth config plan -f keenauth.json --preview --detailed-exitcode
   keenauth config plan -f keenauth.yaml --show-unchanged
+  keenauth config plan -f keenauth.yaml --vars production.yaml --var API_HOST=api.shop.example
+  keenauth config plan -f keenauth.yaml --vars production.yaml --format markdown > plan.md
   keenauth config export | keenauth config plan -f -
   keenauth config plan -f keenauth.json --prune --json | jq -r .id
   keenauth config plan -f keenauth.json --detailed-exitcode; [ $? -eq 2 ] && echo "changes to review"`,
@@ -159,45 +210,85 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does
 			if file == "" {
 				return cmdLinef("-f FILE is required (- reads standard input)")
 			}
+			vars, err := vf.read()
+			if err != nil {
+				return err
+			}
 			doc, err := readDocument(file, a.stdin)
 			if err != nil {
 				return err
 			}
-			cl, err := a.api()
-			if err != nil {
+			if doc, err = resolve(a.stderr, documentName(file), doc, vars); err != nil {
 				return err
 			}
-			body, _ := json.Marshal(struct {
-				Config   json.RawMessage `json:"config"`
-				Prune    bool            `json:"prune"`
-				Versions json.RawMessage `json:"versions,omitempty"`
-			}{doc.config, prune, doc.versions})
-			// A generated key makes the creation safe to retry: a retry
-			// after a lost answer gets the same plan, not a second one. A
-			// preview, which stores nothing, is safe to retry anyway; the
-			// API ignores its key, which lets the client retry it.
-			req := request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()}
-			if preview {
-				req.query = url.Values{"preview": {"true"}}
-			}
-			resp, err := cl.do(a.ctx, req)
-			if err != nil {
-				return namingVersions(err, file)
-			}
-			return a.printPlan(resp, view)
+			return a.createPlan(doc, prune, preview, view, file)
 		},
 	}
 	c.Flags().StringVarP(&file, "file", "f", "", "the document, JSON or YAML (- for standard input)")
 	c.Flags().BoolVar(&prune, "prune", false, "delete the resources of the planned types that the document leaves out")
 	c.Flags().BoolVar(&preview, "preview", false, "show the plan without storing it (no plan id, nothing to apply)")
+	vf.add(c)
 	view.add(a, c, true)
+	view.addFormat(a, c)
 	_ = c.MarkFlagFilename("file", "json", "yaml", "yml")
 	return c
 }
 
-// planView is how a plan is printed: --show-unchanged.
+// createPlan sends a plan creation (a preview with preview) of doc, and
+// prints the plan. file names the document in a refusal of its versions
+// (a promotion sends none).
+func (a *app) createPlan(doc planDocument, prune, preview bool, view planView, file string) error {
+	cl, err := a.api()
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(struct {
+		Config   json.RawMessage `json:"config"`
+		Prune    bool            `json:"prune"`
+		Versions json.RawMessage `json:"versions,omitempty"`
+	}{doc.config, prune, doc.versions})
+	// A generated key makes the creation safe to retry: a retry after a
+	// lost answer gets the same plan, not a second one. A preview, which
+	// stores nothing, is safe to retry anyway; the API ignores its key,
+	// which lets the client retry it.
+	req := request{method: http.MethodPost, path: "/v1/config-plans", body: body, idempotencyKey: newIdempotencyKey()}
+	if preview {
+		req.query = url.Values{"preview": {"true"}}
+	}
+	resp, err := cl.do(a.ctx, req)
+	if err != nil && doc.versions != nil {
+		return namingVersions(err, file)
+	}
+	if err != nil {
+		return err
+	}
+	return a.printPlan(resp, view)
+}
+
+// planView is how a plan is printed: --show-unchanged, --format.
 type planView struct {
 	showUnchanged bool
+	format        string
+}
+
+// addFormat adds --format text|json|markdown to c, checked before the
+// command runs (nothing is sent with a wrong one). --json is --format json.
+func (v *planView) addFormat(a *app, c *cobra.Command) {
+	c.Flags().StringVar(&v.format, "format", "text", "text (for a terminal), json (the API's plan, as --json) or markdown (for a pull-request comment)")
+	_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json", "markdown"}, cobra.ShellCompDirectiveNoFileComp))
+	c.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		switch v.format {
+		case "json":
+			a.json = true
+		case "text", "markdown":
+			if a.json && cmd.Flags().Changed("format") {
+				return cmdLinef("--json is --format json: give one of them")
+			}
+		default:
+			return cmdLinef("--format %q: give text, json or markdown", v.format)
+		}
+		return nil
+	}
 }
 
 // add adds --show-unchanged to c, and --detailed-exitcode when detailed.
@@ -234,11 +325,14 @@ func (a *app) printPlan(resp *response, view planView) error {
 	if a.detailedExit && pl.hasChanges() {
 		a.exit = ExitChanges
 	}
-	if a.json {
+	switch {
+	case a.json:
 		writeRaw(a.stdout, resp.body)
-		return nil
+	case view.format == "markdown":
+		_, _ = io.WriteString(a.stdout, renderMarkdown(&pl, markdownLimit))
+	default:
+		renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
 	}
-	renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
 	return nil
 }
 
@@ -250,7 +344,12 @@ func (a *app) showCommand() *cobra.Command {
 		Long: `Prints a stored plan as config plan does, and what became of it.
 
 --detailed-exitcode exits 0 when the plan changes nothing, 2 when it has
-changes (whatever its status) and 1 on any failure.`,
+changes (whatever its status) and 1 on any failure.
+
+--format markdown writes the plan as a pull-request comment: the counts,
+warnings and secrets (by name), one collapsible diff per changed resource,
+at most 60,000 characters (the largest changes left out past that, with the
+command that shows them). --format json is --json.`,
 		Example: `  keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5
   keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5 --show-unchanged
   keenauth config show cfgp_01m4qpqtywfs7930tb6kqn5rc5 --json | jq .status`,
@@ -261,6 +360,7 @@ changes (whatever its status) and 1 on any failure.`,
 		},
 	}
 	view.add(a, c, true)
+	view.addFormat(a, c)
 	return c
 }
 
@@ -278,7 +378,12 @@ changes touched. PLAN may be planned, conflicted or expired, and keeps its
 status. Review the new plan, then apply it.
 
 --detailed-exitcode exits 0 when the new plan changes nothing, 2 when it has
-changes and 1 on any failure.`,
+changes and 1 on any failure.
+
+--format markdown writes the plan as a pull-request comment: the counts,
+warnings and secrets (by name), one collapsible diff per changed resource,
+at most 60,000 characters (the largest changes left out past that, with the
+command that shows them). --format json is --json.`,
 		Example: `  keenauth config rebase cfgp_01m4qpqtywfs7930tb6kqn5rc5
   keenauth config rebase cfgp_01m4qpqtywfs7930tb6kqn5rc5 --json | jq .moved`,
 		Args:              exactArgs("PLAN"),
@@ -291,6 +396,7 @@ changes and 1 on any failure.`,
 		},
 	}
 	view.add(a, c, true)
+	view.addFormat(a, c)
 	return c
 }
 

@@ -32,6 +32,16 @@ type plan struct {
 	RevisionID      *string   `json:"revision_id"`
 	RebasedFrom     *string   `json:"rebased_from"`
 	Moved           []moved   `json:"moved"`
+	// ApprovalsRequired and Approvals are read when the API sends them
+	// (approvals of a plan; absent: nil).
+	ApprovalsRequired *int       `json:"approvals_required"`
+	Approvals         []approval `json:"approvals"`
+}
+
+type approval struct {
+	APIKeyID   string  `json:"api_key_id"`
+	Owner      *string `json:"owner"`
+	ApprovedAt string  `json:"approved_at"`
 }
 
 // moved is what moved since the source of a rebase was planned: a

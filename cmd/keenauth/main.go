@@ -1,12 +1,14 @@
 // Command keenauth is the command-line client of the Keenauth config plans
 // API: export the configuration, plan a document, review and apply the
-// plan, rebase a plan onto the configuration now, list, compare and restore
-// revisions, read the management log.
+// plan, rebase a plan onto the configuration now, promote one environment's
+// configuration to another, list, compare and restore revisions, read the
+// management log.
 //
-//	keenauth config export [--types connection,api] [-o FILE]
-//	keenauth config plan -f FILE [--prune] [--preview] [--show-unchanged] [--detailed-exitcode]
-//	keenauth config show PLAN [--show-unchanged] [--detailed-exitcode]
-//	keenauth config rebase PLAN [--show-unchanged] [--detailed-exitcode]
+//	keenauth config export [--types connection,api] [-o FILE] [--vars FILE]… [--var NAME=VALUE]…
+//	keenauth config plan -f FILE [--vars FILE]… [--var NAME=VALUE]… [--prune] [--preview] [--show-unchanged] [--detailed-exitcode] [--format text|json|markdown]
+//	keenauth config show PLAN [--show-unchanged] [--detailed-exitcode] [--format text|json|markdown]
+//	keenauth config rebase PLAN [--show-unchanged] [--detailed-exitcode] [--format text|json|markdown]
+//	keenauth config promote --from-url URL --from-key-env VAR [--from-vars FILE]… [--vars FILE]… [--var NAME=VALUE]… [--types k,…] [--prune] [--preview] [--detailed-exitcode] [--format text|json|markdown]
 //	keenauth config apply PLAN [--confirm-deletion KIND/KEY]… [--secrets-from-env] [--sp-host H] [--idempotency-key K] [--validate-only]
 //	keenauth plans list [--status S] [--limit N]
 //	keenauth revisions list | show ID | diff ID | restore ID
