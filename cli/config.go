@@ -198,6 +198,9 @@ changes and 1 on any failure, as terraform plan -detailed-exitcode does
 // planView is how a plan is printed: --show-unchanged.
 type planView struct {
 	showUnchanged bool
+	// rebases: look up the rebases of the plan in its events, to say which
+	// plan replaced it (config show).
+	rebases bool
 }
 
 // add adds --show-unchanged to c, and --detailed-exitcode when detailed.
@@ -238,8 +241,33 @@ func (a *app) printPlan(resp *response, view planView) error {
 		writeRaw(a.stdout, resp.body)
 		return nil
 	}
+	if view.rebases {
+		pl.rebasedAs = a.rebasesOf(pl.ID)
+	}
 	renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
 	return nil
+}
+
+// rebasesOf lists the plans that rebased plan id (its plan_rebased
+// events), oldest first. What cannot be read is left out: the plan is
+// printed all the same.
+func (a *app) rebasesOf(id string) []string {
+	var events page[struct {
+		Type string `json:"type"`
+		Data struct {
+			PlanID string `json:"plan_id"`
+		} `json:"data"`
+	}]
+	if _, err := a.client.getJSON(a.ctx, "/v1/config-plans/"+url.PathEscape(id)+"/events", url.Values{"limit": {"100"}}, &events); err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range events.Data {
+		if e.Type == "plan_rebased" && e.Data.PlanID != "" {
+			out = append(out, e.Data.PlanID)
+		}
+	}
+	return out
 }
 
 func (a *app) showCommand() *cobra.Command {
@@ -257,6 +285,7 @@ changes (whatever its status) and 1 on any failure.`,
 		Args:              exactArgs("PLAN"),
 		ValidArgsFunction: a.completePlans(""),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			view.rebases = true
 			return a.requestPlan(request{method: http.MethodGet, path: "/v1/config-plans/" + url.PathEscape(args[0])}, view)
 		},
 	}
@@ -368,7 +397,7 @@ Retry-After the API asks for, until --retry-for is spent.
 			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans/" + url.PathEscape(id) + ":apply",
 				query: q, body: raw, idempotencyKey: key})
 			if err != nil {
-				return namingFlags(err, applyFlags{confirm: confirm, spHost: spHost, spHostSet: cmd.Flags().Changed("sp-host")})
+				return namingFlags(err, applyFlags{planID: id, confirm: confirm, spHost: spHost, spHostSet: cmd.Flags().Changed("sp-host")})
 			}
 			if a.json {
 				writeRaw(a.stdout, resp.body)
