@@ -232,6 +232,12 @@ func (a *app) api() (*client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usagef("the API URL %q is not an http(s) URL (KEENAUTH_API_URL or --api-url)", redact(raw))
 	}
+	if strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") {
+		root := *u
+		root.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
+		return nil, usagef("the API URL %s ends in /v1: KEENAUTH_API_URL (or --api-url) is the server's root URL, without /v1 (%s)",
+			u.Redacted(), root.Redacted())
+	}
 	secret := a.secret
 	if secret == "" {
 		secret = a.env("KEENAUTH_SECRET_KEY")

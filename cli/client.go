@@ -134,6 +134,8 @@ type apiError struct {
 	// flagOf, when set, writes a problem of the request body as the flag
 	// of the command line that produced it (false: none did).
 	flagOf func(fieldError) (string, bool)
+	// planID is the plan the request acted on, for a hint that names it.
+	planID string
 }
 
 func (e *apiError) Error() string {
@@ -236,6 +238,40 @@ func newRedirectError(r *response, target string) *redirectError {
 	return e
 }
 
+// schemeError is an API URL whose scheme is not the one the server at its
+// address speaks: https:// to a plain-HTTP port (the server answered the
+// TLS handshake in HTTP), or http:// to an HTTPS port (it answered 400 in
+// plain text). Every attempt would fail the same way, so it is not retried.
+type schemeError struct {
+	url    *url.URL
+	speaks string // the scheme the server speaks
+}
+
+func (e *schemeError) Error() string {
+	fixed := *e.url
+	fixed.Scheme = e.speaks
+	name := map[string]string{"http": "plain HTTP", "https": "HTTPS (TLS)"}[e.speaks]
+	return fmt.Sprintf("the API URL %s uses %s://, but the server at %s speaks %s: use %s (KEENAUTH_API_URL or --api-url)",
+		e.url.Redacted(), e.url.Scheme, e.url.Host, name, fixed.Redacted())
+}
+
+// schemeMismatch recognises an attempt that failed because of the URL's
+// scheme: Go's client reports a plain-HTTP answer to a TLS handshake as
+// http.ErrSchemeMismatch; a TLS server answers a plain request with a 400
+// that is not a problem (Go's and nginx's wording).
+func schemeMismatch(base *url.URL, resp *response, err error) *schemeError {
+	switch {
+	case err != nil && errors.Is(err, http.ErrSchemeMismatch):
+		return &schemeError{url: base, speaks: "http"}
+	case err == nil && resp.status == http.StatusBadRequest && base.Scheme == "http" &&
+		!strings.Contains(resp.header.Get("Content-Type"), "json") &&
+		(bytes.Contains(resp.body, []byte("HTTP request to an HTTPS server")) ||
+			bytes.Contains(resp.body, []byte("plain HTTP request was sent to HTTPS port"))):
+		return &schemeError{url: base, speaks: "https"}
+	}
+	return nil
+}
+
 // isRedirect reports a 3xx status.
 func isRedirect(status int) bool { return status >= 300 && status < 400 }
 
@@ -265,6 +301,9 @@ func (c *client) do(ctx context.Context, r request) (*response, error) {
 		resp, err := c.attempt(actx, r, target)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if se := schemeMismatch(c.baseURL, resp, err); se != nil {
+			return nil, se // the same URL can only fail again
 		}
 		if err == nil && isRedirect(resp.status) {
 			return nil, newRedirectError(resp, target)

@@ -269,6 +269,9 @@ func (a *app) createPlan(doc planDocument, prune, preview bool, view planView, f
 type planView struct {
 	showUnchanged bool
 	format        string
+	// rebases: look up the rebases of the plan in its events, to say which
+	// plan replaced it (config show).
+	rebases bool
 }
 
 // addFormat adds --format text|json|markdown to c, checked before the
@@ -331,9 +334,34 @@ func (a *app) printPlan(resp *response, view planView) error {
 	case view.format == "markdown":
 		_, _ = io.WriteString(a.stdout, renderMarkdown(&pl, markdownLimit))
 	default:
+		if view.rebases {
+			pl.rebasedAs = a.rebasesOf(pl.ID)
+		}
 		renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
 	}
 	return nil
+}
+
+// rebasesOf lists the plans that rebased plan id (its plan_rebased
+// events), oldest first. What cannot be read is left out: the plan is
+// printed all the same.
+func (a *app) rebasesOf(id string) []string {
+	var events page[struct {
+		Type string `json:"type"`
+		Data struct {
+			PlanID string `json:"plan_id"`
+		} `json:"data"`
+	}]
+	if _, err := a.client.getJSON(a.ctx, "/v1/config-plans/"+url.PathEscape(id)+"/events", url.Values{"limit": {"100"}}, &events); err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range events.Data {
+		if e.Type == "plan_rebased" && e.Data.PlanID != "" {
+			out = append(out, e.Data.PlanID)
+		}
+	}
+	return out
 }
 
 func (a *app) showCommand() *cobra.Command {
@@ -356,6 +384,7 @@ command that shows them). --format json is --json.`,
 		Args:              exactArgs("PLAN"),
 		ValidArgsFunction: a.completePlans(""),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			view.rebases = true
 			return a.requestPlan(request{method: http.MethodGet, path: "/v1/config-plans/" + url.PathEscape(args[0])}, view)
 		},
 	}
@@ -474,7 +503,7 @@ Retry-After the API asks for, until --retry-for is spent.
 			resp, err := cl.do(a.ctx, request{method: http.MethodPost, path: "/v1/config-plans/" + url.PathEscape(id) + ":apply",
 				query: q, body: raw, idempotencyKey: key})
 			if err != nil {
-				return namingFlags(err, applyFlags{confirm: confirm, spHost: spHost, spHostSet: cmd.Flags().Changed("sp-host")})
+				return namingFlags(err, applyFlags{planID: id, confirm: confirm, spHost: spHost, spHostSet: cmd.Flags().Changed("sp-host")})
 			}
 			if a.json {
 				writeRaw(a.stdout, resp.body)

@@ -10,6 +10,7 @@ import (
 // refusal that points into the body is reported by the flag that wrote
 // the value, since the user wrote a flag, not a body.
 type applyFlags struct {
+	planID    string
 	confirm   []string // --confirm-deletion, in the order of confirm_deletions
 	spHost    string
 	spHostSet bool
@@ -20,6 +21,7 @@ func namingFlags(err error, f applyFlags) error {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		ae.flagOf = f.line
+		ae.planID = f.planID
 	}
 	return err
 }

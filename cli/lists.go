@@ -74,7 +74,7 @@ func (a *app) plansCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return listTable(a, cmd, &lf, "/v1/config-plans", map[string]string{"status": status}, "No plans.",
 				[]string{"ID", "STATUS", "CHANGES", "CREATED", "TYPES"}, func(p plan) []string {
-					return []string{p.ID, p.Status, p.Summary.short(), p.CreatedAt, strings.Join(p.Types, ",")}
+					return []string{p.ID, p.Status, p.Summary.short(), p.CreatedAt, typesColumn(p.Types)}
 				})
 		},
 	}
@@ -155,7 +155,7 @@ func (a *app) revisionsCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return listTable(a, cmd, &lf, "/v1/config-revisions", nil, "No revisions.",
 				[]string{"ID", "PLAN", "CHANGES", "CREATED", "TYPES"}, func(r revision) []string {
-					return []string{r.ID, r.PlanID, r.Counts.short(), r.CreatedAt, strings.Join(r.Types, ",")}
+					return []string{r.ID, r.PlanID, r.Counts.short(), r.CreatedAt, typesColumn(r.Types)}
 				})
 		},
 	}
@@ -286,4 +286,18 @@ func logTypes() []string {
 		}
 	}
 	return out
+}
+
+// typesColumn writes a plan's or revision's types compactly for a list:
+// "all" for every kind, the kind itself for one, else how many of all
+// (the nine names of a whole export made the column ~190 characters
+// wide). show prints them in full.
+func typesColumn(types []string) string {
+	switch {
+	case len(types) >= len(kindNames) && !slices.ContainsFunc(kindNames, func(k string) bool { return !slices.Contains(types, k) }):
+		return "all"
+	case len(types) == 1:
+		return types[0]
+	}
+	return fmt.Sprintf("%d of %d", len(types), len(kindNames))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,8 @@ type plan struct {
 	// (approvals of a plan; absent: nil).
 	ApprovalsRequired *int       `json:"approvals_required"`
 	Approvals         []approval `json:"approvals"`
+	// rebasedAs are the plans that rebased this one, when looked up.
+	rebasedAs []string
 }
 
 type approval struct {
@@ -409,6 +412,12 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 		for _, wn := range pl.Warnings {
 			fmt.Fprintf(w, "  %s %s: %s (%s)\n", p.yellow("!"), wn.Target, strings.TrimSuffix(wn.Detail, "."), wn.Code)
 		}
+		if slices.ContainsFunc(pl.Warnings, func(wn warning) bool { return wn.Code == "resource_omitted" }) {
+			fmt.Fprintln(w, "  A resource left out of the document is left unchanged: to delete it, write null for it in the file, or plan with --prune.")
+		}
+		if slices.ContainsFunc(pl.Warnings, func(wn warning) bool { return wn.Code == "reverts_moved_change" }) {
+			fmt.Fprintln(w, "  This rebase writes back values that changed since its source was planned (see Moved above): edit the document and plan it instead if those changes must stay.")
+		}
 	}
 	if len(pl.RequiredSecrets) > 0 {
 		fmt.Fprintln(w, "\nSecrets the apply needs (--secrets-from-env reads each from the environment variable of that name):")
@@ -441,7 +450,19 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 	case "applying":
 		fmt.Fprintln(w, "\nThis plan is being applied.")
 	default:
-		fmt.Fprintf(w, "\nThis plan is %s and can no longer be applied: make a new plan (keenauth config plan -f FILE).\n", pl.Status)
+		if len(pl.rebasedAs) == 0 {
+			fmt.Fprintf(w, "\nThis plan is %s and can no longer be applied. To plan the same changes against the configuration as it is now:\n  keenauth config rebase %s\n", pl.Status, pl.ID)
+		} else {
+			fmt.Fprintf(w, "\nThis plan is %s and can no longer be applied.\n", pl.Status)
+		}
+	}
+	if n := len(pl.rebasedAs); n > 0 {
+		last := pl.rebasedAs[n-1]
+		fmt.Fprintf(w, "\nAlready rebased as %s", last)
+		if n > 1 {
+			fmt.Fprintf(w, " (its latest of %d rebases: %s)", n, strings.Join(pl.rebasedAs, ", "))
+		}
+		fmt.Fprintf(w, "; see it with: keenauth config show %s\n", last)
 	}
 }
 
@@ -669,13 +690,19 @@ func renderProblemDetails(b *strings.Builder, e *apiError) {
 		fmt.Fprintf(b, ", request %s", p.RequestID)
 	}
 	b.WriteString(")\n")
-	if h := hint(p); h != "" {
+	if h := hint(p, e.planID); h != "" {
 		b.WriteString(h + "\n")
 	}
 }
 
-// hint says what to do next about a problem, when the CLI knows.
-func hint(p problem) string {
+// hint says what to do next about a problem, when the CLI knows; planID
+// is the plan the request acted on ("" when none).
+func hint(p problem, planID string) string {
+	rebase := "Make a new plan: keenauth config plan -f FILE"
+	if planID != "" {
+		rebase = "Plan the same changes against the configuration as it is now: keenauth config rebase " + planID +
+			" (then review and apply the new plan)"
+	}
 	switch p.Code {
 	case "unauthenticated":
 		return "Check the API key in KEENAUTH_SECRET_KEY (or --secret-key)."
@@ -692,12 +719,15 @@ func hint(p problem) string {
 					"to plan over those changes instead, remove the document's \"versions\" member."
 			}
 		}
-		return "Make a new plan: keenauth config plan -f FILE"
+		return rebase
 	case "config_plan_expired":
-		return "Make a new plan: keenauth config plan -f FILE"
+		return rebase
 	case "config_plan_not_applicable":
-		if p.PlanStatus == "applying" {
+		switch p.PlanStatus {
+		case "applying":
 			return "The plan is being applied; see it with: keenauth config show PLAN"
+		case "conflicted", "expired":
+			return rebase
 		}
 		return "Make a new plan: keenauth config plan -f FILE"
 	case "validation_failed":

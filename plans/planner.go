@@ -341,6 +341,7 @@ func (s *Service) buildPlan(now time.Time, a Actor, ps *planState, recent map[st
 		p.Summary.count(c.Action)
 		p.Changes = append(p.Changes, c)
 	}
+	p.Warnings = append(p.Warnings, omittedWarnings(ps.expected, ps.inDoc, ps.prune, ps.planned)...)
 	slices.Sort(p.RequiredSecrets)
 	p.RequiredSecrets = slices.Compact(p.RequiredSecrets)
 	return p

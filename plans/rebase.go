@@ -146,6 +146,7 @@ func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 		}
 		p.RebasedFrom = &src.ID
 		p.Moved = src.moved(p, now)
+		p.Warnings = append(p.Warnings, revertWarnings(p, now)...)
 		if err := s.insertPlan(ctx, tx, a, p); err != nil {
 			return err
 		}

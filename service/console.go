@@ -35,6 +35,15 @@ func (s *Server) consoleRedirect(c *gin.Context) {
 	c.Abort()
 }
 
+// rootRedirect sends a browser that opens the server's address to the
+// console (SPEC §22). A 302, not a 301: what / shows is this server's
+// choice, and a browser must not remember it for ever.
+func (s *Server) rootRedirect(c *gin.Context) {
+	c.Header("Location", "/console/")
+	c.Status(http.StatusFound)
+	c.Abort()
+}
+
 // consolePage answers an asset under /console/assets/, and index.html for
 // every other path: the client routes on it, so a deep link or a reload of
 // any page of the console works. A missing asset is a 404 problem.

@@ -98,6 +98,7 @@ func New(d Deps) *gin.Engine {
 		r.GET("/metrics", gin.WrapH(d.Metrics))
 	}
 
+	r.GET("/", s.rootRedirect)
 	r.GET("/console", withConsoleHeaders, s.consoleRedirect)
 	r.GET("/console/*path", withConsoleHeaders, s.consolePage)
 

@@ -173,7 +173,8 @@ func printDevBanner(w io.Writer, b devBanner) {
 	fmt.Fprintf(w, "database:    %s (SQLite)\n", b.dbPath)
 	fmt.Fprintf(w, "environment: %s %q (%s)\n", b.env.ID, b.env.Name, envState)
 	fmt.Fprintf(w, "api key:     %s (every permission; a new key at each start: only a key's hash is kept, so an earlier key's secret cannot be shown again)\n", b.key.ID)
-	fmt.Fprintf(w, "listening on %s\n\n", b.addr)
+	fmt.Fprintf(w, "listening on %s\n", b.addr)
+	fmt.Fprintf(w, "console:     http://%s/console/ (sign in with the KEENAUTH_SECRET_KEY below)\n\n", b.addr)
 	fmt.Fprintf(w, "export KEENAUTH_API_URL=http://%s\n", b.addr)
 	fmt.Fprintf(w, "export KEENAUTH_SECRET_KEY=%s\n\n", b.key.Secret)
 }

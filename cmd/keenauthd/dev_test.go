@@ -26,10 +26,11 @@ type devProcess struct {
 }
 
 var (
-	bannerAddr   = regexp.MustCompile(`(?m)^listening on (\S+)$`)
-	bannerEnv    = regexp.MustCompile(`(?m)^environment: (env_\S+) "dev" \((created|reused)\)$`)
-	bannerSecret = regexp.MustCompile(`(?m)^export KEENAUTH_SECRET_KEY=(ksk_\S+)$`)
-	bannerURL    = regexp.MustCompile(`(?m)^export KEENAUTH_API_URL=http://(\S+)$`)
+	bannerAddr    = regexp.MustCompile(`(?m)^listening on (\S+)$`)
+	bannerEnv     = regexp.MustCompile(`(?m)^environment: (env_\S+) "dev" \((created|reused)\)$`)
+	bannerSecret  = regexp.MustCompile(`(?m)^export KEENAUTH_SECRET_KEY=(ksk_\S+)$`)
+	bannerURL     = regexp.MustCompile(`(?m)^export KEENAUTH_API_URL=http://(\S+)$`)
+	bannerConsole = regexp.MustCompile(`(?m)^console: +http://(\S+)/console/ `)
 )
 
 // startDev runs `keenauthd dev` over dataDir and waits for its banner.
@@ -78,6 +79,9 @@ func startDevWith(t *testing.T, env map[string]string, args ...string) *devProce
 	}
 	if u := bannerURL.FindStringSubmatch(d.banner); u == nil || u[1] != m[1] {
 		t.Errorf("the export KEENAUTH_API_URL line does not name %s:\n%s", m[1], d.banner)
+	}
+	if u := bannerConsole.FindStringSubmatch(d.banner); u == nil || u[1] != m[1] {
+		t.Errorf("the banner does not print the console's URL http://%s/console/:\n%s", m[1], d.banner)
 	}
 	d.addr, d.envID, d.secret = m[1], e[1], s[1]
 	return d
@@ -134,6 +138,19 @@ func TestDevExportPlanApplyAndRevisionsOverHTTP(t *testing.T) {
 	d := startDev(t, t.TempDir())
 	if !strings.Contains(d.banner, "(created)") {
 		t.Errorf("first start did not create the dev environment:\n%s", d.banner)
+	}
+	// The banner's console URL serves the console, and the server's address
+	// leads a browser there.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for path, want := range map[string]int{"/console/": http.StatusOK, "/": http.StatusFound} {
+		resp, err := noFollow.Get("http://" + d.addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == http.StatusFound && resp.Header.Get("Location") != "/console/") {
+			t.Errorf("GET %s: %d Location %q, want %d", path, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
 	}
 
 	status, export := d.call(t, "GET", "/v1/config", nil)

@@ -1,7 +1,7 @@
 // The console's shell: sign-in, the header (environment, permissions, sign
 // out), the navigation and the client-side router over the History API.
 import { request, getKey, setKey, clearKey, Problem } from './api.js';
-import { h, clear, problem, loading } from './dom.js';
+import { h, append, clear, problem, loading } from './dom.js';
 import { plansPage, planPage } from './plans.js';
 import { revisionsPage, revisionPage } from './revisions.js';
 import { logsPage } from './logs.js';
@@ -155,7 +155,8 @@ function signInPage(err) {
   h('button', { type: 'submit' }, 'Sign in'));
   document.title = 'Sign in · Keenauth console';
   clear(main);
-  main.append(h('h1', { id: 'page-title', tabindex: '-1' }, 'Sign in'), err ? problem(err) : null, form);
+  // dom's append skips a null; Element.append would write it as the text "null".
+  append(main, [h('h1', { id: 'page-title', tabindex: '-1' }, 'Sign in'), err ? problem(err) : null, form]);
   input.focus();
 }
 

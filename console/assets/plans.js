@@ -1,10 +1,18 @@
 // The plans list and the plan page: review, Validate, Rebase, Apply.
-import { request, newIdempotencyKey, readPermission, writePermission, Problem } from './api.js';
+import { request, newIdempotencyKey, readPermission, writePermission, Problem, KINDS } from './api.js';
 import { h, clear, time, badge, problem, pager, table, planLink, revisionLink, loading, link } from './dom.js';
 import { page, can, current, navigate } from './app.js';
-import { diffOps } from './diff.js';
+import { diffOps, fieldPath } from './diff.js';
 
 const STATUSES = ['planned', 'applying', 'applied', 'conflicted', 'expired'];
+
+// typesText writes a plan's or revision's types compactly, as the CLI's
+// lists do: "all" for every kind, the kind for one, else how many of all.
+export function typesText(types) {
+  if (types.length >= KINDS.length && KINDS.every((k) => types.includes(k))) return 'all';
+  if (types.length === 1) return types[0];
+  return `${types.length} of ${KINDS.length}`;
+}
 
 function summaryText(s) {
   if (!s) return '';
@@ -33,7 +41,7 @@ export async function plansPage({ seq, params }) {
     body.append(h('p', { class: 'empty' }, status ? `No plan is ${status}.` : 'No plan yet.'));
   } else {
     body.append(table('Plans, newest first', ['Plan', 'Status', 'Created', 'Types', 'Changes'],
-      list.data.map((p) => [planLink(p.id), badge(p.status), time(p.created_at), p.types.join(', '),
+      list.data.map((p) => [planLink(p.id), badge(p.status), time(p.created_at), h('span', { title: p.types.join(', ') }, typesText(p.types)),
         h('span', { class: 'mono', title: 'create, update, delete, unchanged' }, summaryText(p.summary))])));
   }
   const pg = pager(list, params);
@@ -62,12 +70,34 @@ function warningsByChange(p) {
   return { by, general };
 }
 
-function warningItem(w) {
-  return h('li', { class: 'warning' }, h('span', { class: 'badge badge-warning' }, w.code), ' ',
-    h('code', { class: 'pointer' }, w.pointer), ' ', w.detail);
+// warningText is a warning's detail in the console's words: a deletion to
+// confirm names the checkbox (or the CLI flag of the command shown), not
+// the API's confirm_deletions member.
+function warningText(w, how) {
+  if (w.code !== 'deletion_requires_confirmation') return w.detail;
+  let why = (w.detail || '').replace(/\s*with confirm_deletions\b.*$/s, '');
+  why = why ? why.charAt(0).toUpperCase() + why.slice(1) : 'This deletion must be confirmed';
+  if (how === 'checkbox') return `${why}: tick “Confirm the deletion of ${w.target}” under Actions before you apply.`;
+  if (how === 'command') return `${why}: the apply command below confirms it (--confirm-deletion ${w.target}).`;
+  return `${why} when the plan is applied.`;
 }
 
-function changeCard(c, i, warnings) {
+function warningItem(w, how) {
+  return h('li', { class: 'warning' }, h('span', { class: 'badge badge-warning' }, w.code), ' ',
+    h('code', { class: 'pointer', title: w.pointer }, w.target), ' ', warningText(w, how));
+}
+
+// sideLabels name the two sides of a change's diff: what the plan was
+// computed from and what it writes. Once applied, the old side is no
+// longer the current configuration.
+function sideLabels(p, c) {
+  const after = c.action === 'delete' ? 'After the apply' : 'Planned';
+  if (p.status === 'applied') return ['Before', c.action === 'delete' ? 'After (deleted)' : 'Applied'];
+  if (p.status === 'planned' || p.status === 'applying' || p.status === 'preview') return ['Current', after];
+  return ['When planned', after];
+}
+
+function changeCard(p, c, i, warnings, how) {
   const meta = [];
   if (c.base_version !== null && c.base_version !== undefined) meta.push(`version ${c.base_version}`);
   if (c.resource_id) meta.push(c.resource_id);
@@ -77,11 +107,11 @@ function changeCard(c, i, warnings) {
       h('h4', { class: 'change-key' }, c.key),
       meta.length ? h('span', { class: 'muted small' }, ' ', meta.join(' · ')) : null,
       c.requires_secret ? h('span', { class: 'badge badge-secret' }, 'needs ' + (c.secret_ref || 'a secret')) : null),
-    warnings && warnings.length ? h('ul', { class: 'warnings' }, warnings.map(warningItem)) : null,
-    diffOps(c.diff, c.action === 'delete' ? ['Current', 'After the apply'] : ['Current', 'Planned']));
+    warnings && warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => warningItem(w, how))) : null,
+    diffOps(c.diff, sideLabels(p, c)));
 }
 
-function changesSection(p) {
+function changesSection(p, how) {
   const { by, general } = warningsByChange(p);
   const kinds = [];
   const byKind = new Map();
@@ -94,7 +124,7 @@ function changesSection(p) {
   });
   return h('section', { 'aria-labelledby': 'changes-title' },
     h('h2', { id: 'changes-title' }, 'Changes'),
-    general.length ? h('ul', { class: 'warnings' }, general.map(warningItem)) : null,
+    general.length ? h('ul', { class: 'warnings', id: 'plan-warnings' }, general.map((w) => warningItem(w, how))) : null,
     p.changes.length === 0 ? h('p', { class: 'empty' }, 'This plan has no change.') : null,
     kinds.map((kind) => {
       const items = byKind.get(kind);
@@ -102,11 +132,11 @@ function changesSection(p) {
       const unchanged = items.filter(([c]) => c.action === 'no_op');
       return h('section', { class: 'kind' },
         h('h3', {}, kind),
-        changed.length ? h('ul', { class: 'changes' }, changed.map(([c, i]) => changeCard(c, i, by.get(i)))) : null,
+        changed.length ? h('ul', { class: 'changes' }, changed.map(([c, i]) => changeCard(p, c, i, by.get(i), how))) : null,
         unchanged.length ? h('details', { class: 'unchanged' },
           h('summary', {}, `${unchanged.length} unchanged`),
           h('ul', { class: 'plain' }, unchanged.map(([c, i]) => h('li', {}, h('code', {}, c.key),
-            by.get(i) ? h('ul', { class: 'warnings' }, by.get(i).map(warningItem)) : null)))) : null);
+            by.get(i) ? h('ul', { class: 'warnings' }, by.get(i).map((w) => warningItem(w, how))) : null)))) : null);
     }));
 }
 
@@ -146,10 +176,19 @@ function secretsSection(p) {
     ] : null);
 }
 
-function actionsSection(p, onResult, onRefused, refusal) {
+// canApplyHere reports whether the page offers Apply (and its checkboxes).
+function canApplyHere(p) {
   const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
-  const canApply = p.status === 'planned' && !needsSecrets && can(...applyPermissions(p));
-  const canRebase = ['planned', 'conflicted', 'expired'].includes(p.status) && can('config:write', ...p.types.map(readPermission));
+  return p.status === 'planned' && !needsSecrets && can(...applyPermissions(p));
+}
+
+function actionsSection(p, rebasedAs, onResult, onRefused, refusal) {
+  const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
+  const canApply = canApplyHere(p);
+  // A plan already rebased is not offered the rebase again: the page names
+  // the plan that replaced it instead.
+  const canRebase = rebasedAs.length === 0 && ['planned', 'conflicted', 'expired'].includes(p.status) &&
+    can('config:write', ...p.types.map(readPermission));
   if (!canApply && !canRebase) return null;
   const out = h('div', { class: 'result', 'aria-live': 'polite' }, refusal ? problem(refusal) : null);
   const controls = [];
@@ -215,7 +254,41 @@ function actionsSection(p, onResult, onRefused, refusal) {
     controls, h('div', { class: 'buttons' }, buttons), out);
 }
 
-function eventsSection(events) {
+// changeRef names the change a pointer /changes/<i>… of p points into, as a
+// link to it on the page; another pointer is shown as it is.
+function pointerRef(p, pointer) {
+  const m = /^\/changes\/(\d+)(\/.*)?$/.exec(pointer || '');
+  const c = m && p.changes[Number(m[1])];
+  if (c) {
+    const rest = m[2] ? ' ' + fieldPath(m[2].replace(/^\/spec/, '')) : '';
+    return h('a', { href: '#change-' + m[1], class: 'mono' }, `${c.kind}/${c.key}${rest}`);
+  }
+  const t = /^\/types\/(\d+)$/.exec(pointer || '');
+  if (t && p.types[Number(t[1])]) return h('code', {}, `${p.types[Number(t[1])]} (other resources of this type)`);
+  return h('code', { class: 'pointer' }, pointer || '(request)');
+}
+
+// problemList writes the errors of a problem (a conflict's moved versions)
+// as readable lines: what, why, the code.
+function problemList(p, errors, id) {
+  return h('ul', { class: 'problem-errors readable', id: id || null }, errors.map((e) =>
+    h('li', {}, pointerRef(p, e.pointer), ' ', e.code ? h('span', { class: 'badge badge-code' }, e.code) : null, ' ', e.detail || '')));
+}
+
+// conflictSection says why a conflicted plan is, from its apply_conflicted
+// event, and what to do.
+function conflictSection(p, events, rebasedAs) {
+  if (p.status !== 'conflicted' || !Array.isArray(events)) return null;
+  const ev = events.filter((e) => e.type === 'apply_conflicted').at(-1);
+  const errors = ev && ev.data && Array.isArray(ev.data.errors) ? ev.data.errors : [];
+  return h('section', { class: 'card conflict', 'aria-labelledby': 'conflict-title' },
+    h('h2', { id: 'conflict-title' }, 'Why this plan is conflicted'),
+    h('p', {}, 'The configuration changed after this plan was made, so applying it would overwrite those changes.' +
+      (rebasedAs.length ? ' It was rebased: review and apply the new plan.' : ' Rebase it to plan the same changes against the configuration as it is now.')),
+    errors.length ? problemList(p, errors, 'conflict-errors') : null);
+}
+
+function eventsSection(p, events) {
   return h('section', { 'aria-labelledby': 'events-title' },
     h('h2', { id: 'events-title' }, 'Events'),
     events.length === 0 ? h('p', { class: 'empty' }, 'No event.') :
@@ -223,18 +296,30 @@ function eventsSection(events) {
         h('div', {}, h('strong', {}, e.type), ' ', time(e.created_at)),
         h('div', { class: 'muted small' }, 'by ', h('code', {}, (e.actor && e.actor.api_key_id) || '—'),
           e.request_id ? [' · request ', h('code', {}, e.request_id)] : null),
-        eventData(e.data)))));
+        eventData(p, e.data)))));
 }
 
-function eventData(d) {
+// eventData writes an event's data: plan and revision ids as links, a
+// list of problems (a conflict's) as readable lines, a string as text.
+function eventData(p, d) {
   if (!d || Object.keys(d).length === 0) return null;
-  return h('dl', { class: 'inline' }, Object.entries(d).map(([k, v]) => [
-    h('dt', {}, k),
-    h('dd', {}, typeof v === 'string' && /^cfgp_/.test(v) ? planLink(v) : typeof v === 'string' && /^cfgr_/.test(v) ? revisionLink(v) : JSON.stringify(v)),
-  ]));
+  const show = (k, v) => {
+    if (typeof v === 'string' && /^cfgp_/.test(v)) return planLink(v);
+    if (typeof v === 'string' && /^cfgr_/.test(v)) return revisionLink(v);
+    if (typeof v === 'string') return h('code', {}, v);
+    if (k === 'errors' && Array.isArray(v) && v.every((e) => e && typeof e === 'object')) return problemList(p, v);
+    const scalar = (x) => x === null || ['string', 'number', 'boolean'].includes(typeof x);
+    if (Array.isArray(v) && v.every(scalar)) return v.map((x, i) => [i ? ', ' : '', h('code', {}, String(x))]);
+    if (v && typeof v === 'object' && Object.values(v).every(scalar)) {
+      // A summary and the like: "create 1, update 0, …".
+      return Object.entries(v).map(([n, x], i) => [i ? ', ' : '', n, ' ', h('code', {}, String(x))]);
+    }
+    return h('code', {}, JSON.stringify(v));
+  };
+  return h('dl', { class: 'inline' }, Object.entries(d).map(([k, v]) => [h('dt', {}, k), h('dd', {}, show(k, v))]));
 }
 
-function facts(p) {
+function facts(p, rebasedAs) {
   const rows = [
     ['Status', badge(p.status)],
     ['Environment', h('code', {}, p.environment_id)],
@@ -246,6 +331,7 @@ function facts(p) {
     ['Created by', h('code', {}, p.created_by || '—')],
   ];
   if (p.rebased_from) rows.push(['Rebased from', planLink(p.rebased_from)]);
+  if (rebasedAs.length) rows.push(['Rebased as', rebasedAs.map((id, i) => [i ? ', ' : '', planLink(id)])]);
   return h('dl', { class: 'facts' }, rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
 }
 
@@ -265,7 +351,17 @@ export async function planPage({ seq, id }) {
   showPlan(p, events, seq);
 }
 
+// rebasesOf lists the plans that rebased p (its plan_rebased events).
+function rebasesOf(events) {
+  if (!Array.isArray(events)) return [];
+  return events.filter((e) => e.type === 'plan_rebased' && e.data && e.data.plan_id).map((e) => e.data.plan_id);
+}
+
 function showPlan(p, events, seq, refusal) {
+  const evs = events instanceof Problem ? null : events.data;
+  const rebasedAs = rebasesOf(evs);
+  const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
+  const how = canApplyHere(p) ? 'checkbox' : (p.status === 'planned' && needsSecrets ? 'command' : 'apply');
   const refused = async (err) => {
     let now;
     try {
@@ -290,13 +386,16 @@ function showPlan(p, events, seq, refusal) {
   page('Plan ' + p.id,
     p.status === 'applied' ? h('p', { class: 'ok', id: 'apply-note', tabindex: '-1', role: 'status' },
       'Applied. Revision ', revisionLink(p.revision_id), ' keeps the configuration from before.') : null,
-    facts(p),
+    rebasedAs.length ? h('p', { class: 'note', id: 'rebased-note' }, 'This plan was rebased as ',
+      rebasedAs.map((id, i) => [i ? ', ' : '', planLink(id)]), rebasedAs.length > 1 ? ' (the last is the newest).' : '.') : null,
+    facts(p, rebasedAs),
     summaryCounts(p.summary),
-    actionsSection(p, applied, refused, refusal) || (refusal ? problem(refusal) : null),
+    conflictSection(p, evs, rebasedAs),
+    actionsSection(p, rebasedAs, applied, refused, refusal) || (refusal ? problem(refusal) : null),
     secretsSection(p),
     movedSection(p),
-    changesSection(p),
-    events instanceof Problem ? h('section', {}, h('h2', {}, 'Events'), problem(events)) : eventsSection(events.data),
+    changesSection(p, how),
+    evs === null ? h('section', {}, h('h2', {}, 'Events'), problem(events)) : eventsSection(p, evs),
     h('p', {}, link('/console/plans', '← All plans')));
   const shown = refusal && document.querySelector('main .problem');
   if (shown) {

@@ -3,7 +3,8 @@
 import { request, newIdempotencyKey, readPermission, Problem } from './api.js';
 import { h, clear, time, badge, problem, pager, table, planLink, revisionLink, loading, link, json } from './dom.js';
 import { page, can, current, navigate } from './app.js';
-import { diffOps, sideBySide } from './diff.js';
+import { diffOps, sideBySide, changedFields } from './diff.js';
+import { typesText } from './plans.js';
 
 function countsText(c) {
   if (!c) return '';
@@ -20,7 +21,7 @@ export async function revisionsPage({ seq, params }) {
   if (list.data.length === 0) body.append(h('p', { class: 'empty' }, 'No revision yet.'));
   else {
     body.append(table('Revisions, newest first', ['Revision', 'Created', 'Plan', 'Types', 'Resources'],
-      list.data.map((r) => [revisionLink(r.id), time(r.created_at), planLink(r.plan_id), r.types.join(', '),
+      list.data.map((r) => [revisionLink(r.id), time(r.created_at), planLink(r.plan_id), h('span', { title: r.types.join(', ') }, typesText(r.types)),
         h('span', { class: 'mono', title: 'created, updated, deleted, unchanged' }, countsText(r.counts))])));
   }
   const pg = pager(list, params);
@@ -38,13 +39,19 @@ function resourceDiff(r, action) {
   const versions = `version ${r.version_before === null || r.version_before === undefined ? '—' : r.version_before} then, ` +
     (r.version_now === null ? 'gone today' : `${r.version_now} today`);
   const same = Array.isArray(r.diff) && r.diff.length === 0;
+  // Both specs exist (an update): the fields that differ are named and
+  // marked on both sides, so two whole JSON blocks need no comparing by eye.
+  const both = r.spec_before !== null && r.spec_before !== undefined && r.spec_now !== null && r.spec_now !== undefined;
+  const fields = both && !same ? changedFields(r.spec_before, r.spec_now) : [];
   return h('li', { class: 'change' },
     h('div', { class: 'change-head' },
       applied(action), ' ',
       h('h4', { class: 'change-key' }, `${r.kind}/${r.key}`),
       h('span', { class: 'muted small' }, ' ', versions),
       same ? h('span', { class: 'badge badge-no_op' }, 'same as today') : null),
-    sideBySide(r.spec_before, r.spec_now, ['Recorded (before the apply)', 'Today']),
+    fields.length ? h('p', { class: 'changed-fields small' }, 'Changed fields: ',
+      fields.map((f, i) => [i ? ', ' : '', h('code', {}, f)]), h('span', { class: 'muted' }, ' (marked ~ below)')) : null,
+    sideBySide(r.spec_before, r.spec_now, ['Recorded (before the apply)', 'Today'], both && !same),
     same ? null : h('details', { class: 'ops' },
       h('summary', {}, 'What a restore would change'),
       diffOps(r.diff, ['Today', 'Restored'])));

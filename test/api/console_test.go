@@ -55,6 +55,13 @@ func TestConsoleResponsesCarryTheSecurityHeaders(t *testing.T) {
 	if r := e.Do(apitest.Request{Method: "GET", Path: "/console", Secret: "-"}); r.Header.Get("Location") != "/console/" {
 		t.Errorf("GET /console: Location %q, want /console/", r.Header.Get("Location"))
 	}
+	// The server's address leads a browser to the console (§22).
+	if r := e.Do(apitest.Request{Method: "GET", Path: "/", Secret: "-"}); r.Status != http.StatusFound || r.Header.Get("Location") != "/console/" {
+		t.Errorf("GET /: %d Location %q, want 302 to /console/", r.Status, r.Header.Get("Location"))
+	}
+	if r := e.Do(apitest.Request{Method: "POST", Path: "/", Secret: "-"}); r.Status != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: %d, want 405", r.Status)
+	}
 	// The API's answers are not the console's: no console policy on /v1.
 	if r := e.Do(apitest.Request{Method: "GET", Path: "/v1/api-keys/current"}); r.Header.Get("Content-Security-Policy") != "" {
 		t.Errorf("/v1 answers carry the console's policy")

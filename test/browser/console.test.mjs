@@ -139,9 +139,14 @@ async function check(page, name) {
 
 test('sign-in keeps the key in sessionStorage only, and sign-out forgets it', async () => {
   const page = await newPage();
-  await page.goto(BASE + '/console/');
+  // The server's address leads a browser to the console.
+  await page.goto(BASE + '/');
   await title(page, 'Sign in');
+  assert.ok(new URL(page.url()).pathname.startsWith('/console/'), page.url());
   assert.equal(await page.locator('label[for=api-key]').textContent(), 'API key');
+  // A fresh visit shows no problem, and no stray "null" where there is none.
+  assert.equal(await page.locator('main .problem').count(), 0);
+  assert.ok(!/null/.test(await page.locator('main').innerText()), await page.locator('main').innerText());
   await check(page, 'sign-in');
   await page.locator('#api-key').fill('ksk_not_a_real_key');
   await page.locator('#api-key').press('Enter');
@@ -244,6 +249,12 @@ test('a plan shows old → new, warnings beside their change, no_op collapsed; a
   const i = seeded.deletion.changes.findIndex((c) => c.action === 'delete');
   const del = page.locator('#change-' + i);
   await del.locator('.warning', { hasText: 'deletion_requires_confirmation' }).waitFor();
+  // The warning speaks of the checkbox, not of the API's member.
+  const warned = await del.locator('.warning').textContent();
+  assert.match(warned, /tick “Confirm the deletion of connection\/legacy” under Actions/);
+  assert.ok(!warned.includes('confirm_deletions'), warned);
+  assert.equal(await page.locator('label[for=confirm-0]').textContent(), 'Confirm the deletion of connection/legacy');
+  assert.deepEqual(await del.locator('.side-label').allTextContents(), ['Current', 'After the apply']);
   assert.match(await del.locator('.side.old').textContent(), /Legacy GitHub/);
   const u = seeded.deletion.changes.findIndex((c) => c.key === 'support');
   assert.equal(await page.locator(`#change-${u} code.old`).textContent(), '"Support"');
@@ -281,6 +292,10 @@ test('a plan shows old → new, warnings beside their change, no_op collapsed; a
   await page.locator('.timeline li', { hasText: 'apply_succeeded' }).waitFor();
   const api_plan = (await api('GET', '/config-plans/' + seeded.deletion.id)).body;
   assert.equal(api_plan.status, 'applied');
+  // Applied: the old side is what was there before, not "current".
+  assert.deepEqual(await page.locator('#change-' + i + ' .side-label').allTextContents(), ['Before', 'After (deleted)']);
+  assert.ok(!(await page.locator('main').innerText()).includes('CURRENT'));
+  assert.ok(!(await page.locator('main').textContent()).includes('confirm_deletions'));
   await check(page, 'plan-just-applied');
   noProblems(page);
   await page.context().close();
@@ -380,6 +395,19 @@ test('rebase opens the new plan with what moved', async (t) => {
   await title(page, /^Plan cfgp_/);
   await page.locator('#moved-title').waitFor();
   await check(page, 'plan-rebased');
+  const rebasedID = new URL(page.url()).pathname.split('/').pop();
+  // The source now names its rebase, and offers no second one; its
+  // conflict reads as text, not JSON.
+  await page.goto(BASE + '/console/plans/' + seeded.stale.id);
+  await title(page, 'Plan ' + seeded.stale.id);
+  await page.locator('#rebased-note').getByRole('link', { name: rebasedID }).waitFor();
+  assert.equal(await page.locator('#rebase').count(), 0);
+  const conflict = await page.locator('#conflict-errors li').allTextContents();
+  assert.ok(conflict.length > 0 && conflict.some((l) => l.startsWith('api/orders') && l.includes('version_changed')), conflict.join(' | '));
+  const timeline = await page.locator('.timeline').textContent();
+  assert.ok(!timeline.includes('{"') && !timeline.includes('[{'), timeline);
+  await page.locator('.timeline li', { hasText: 'apply_conflicted' }).locator('.problem-errors li', { hasText: 'version_changed' }).first().waitFor();
+  await check(page, 'plan-conflicted-rebased');
   noProblems(page);
   await page.context().close();
 });
@@ -414,6 +442,66 @@ test('a display_name of markup shows as text and runs nothing', async () => {
   assert.ok((await page.locator('main').textContent()).includes(XSS));
   assert.equal(await page.locator('img').count(), 0);
   await page.waitForTimeout(200);
+  noProblems(page);
+  await page.context().close();
+});
+
+test('the first hour: compact types, dotted paths, the new warnings, marked revision fields', async () => {
+  // A nested field: brute_force.max_attempts.
+  const exported = (await api('GET', '/config?types=attack_protection')).body;
+  const ap = exported.config.attack_protection;
+  const attempts = ap.brute_force.max_attempts;
+  const nested = await mustPlan({ attack_protection: { ...ap, brute_force: { ...ap.brute_force, max_attempts: attempts === 100 ? 99 : attempts + 1 } } });
+  // An export with a role left out: resource_omitted.
+  const roles = (await api('GET', '/config?types=role')).body;
+  delete roles.config.roles.auditor;
+  const omitted = await api('POST', '/config-plans', roles);
+  assert.equal(omitted.status, 201, JSON.stringify(omitted.body));
+  // A rebase that writes back a description someone changed since.
+  const src = await mustPlan({ roles: { auditor: { display_name: 'Auditors' } } });
+  await mustApply((await mustPlan({ roles: { auditor: { display_name: 'Auditor', description: 'Reads the logs' } } })).id);
+  const reverting = await api('POST', `/config-plans/${src.id}:rebase`, {});
+  assert.equal(reverting.status, 201, JSON.stringify(reverting.body));
+
+  const page = await newPage();
+  await signIn(page);
+  await title(page, 'Plans');
+  // The types column: "all", one kind, or how many of the nine.
+  const types = await page.locator('tbody td[data-label=Types]').allTextContents();
+  assert.ok(types.length > 3 && types.every((t) => /^(all|[a-z_]+|[0-9] of 9)$/.test(t)), types.join(','));
+  const row = page.locator('tbody tr', { has: page.getByRole('link', { name: seeded.base.id }) });
+  assert.equal(await row.locator('td[data-label=Types]').textContent(), '3 of 9');
+  await check(page, 'plans-compact-types');
+
+  await page.goto(BASE + '/console/plans/' + nested.id);
+  await title(page, 'Plan ' + nested.id);
+  assert.deepEqual(await page.locator('#change-0 .diff-op .path').allTextContents(), ['brute_force.max_attempts']);
+  await check(page, 'plan-dotted-path');
+
+  await page.goto(BASE + '/console/plans/' + omitted.body.id);
+  await title(page, 'Plan ' + omitted.body.id);
+  const general = await page.locator('#plan-warnings li').allTextContents();
+  assert.ok(general.length === 1 && /resource_omitted/.test(general[0]) && general[0].includes('role/auditor') &&
+    /null/.test(general[0]) && /prune/.test(general[0]), general.join(' | '));
+  await check(page, 'plan-resource-omitted');
+
+  await page.goto(BASE + '/console/plans/' + reverting.body.id);
+  await title(page, 'Plan ' + reverting.body.id);
+  const ci = reverting.body.changes.findIndex((c) => c.key === 'auditor');
+  const reverts = await page.locator(`#change-${ci} .warning`, { hasText: 'reverts_moved_change' }).allTextContents();
+  assert.ok(reverts.length === 1 && reverts[0].includes('description') && reverts[0].includes('Reads the logs'), reverts.join(' | '));
+  await check(page, 'plan-reverts-moved-change');
+
+  // Applied, the nested plan's revision marks the field it changed.
+  const applied = await mustApply(nested.id);
+  await page.goto(BASE + '/console/revisions/' + applied.revision_id);
+  await title(page, 'Revision ' + applied.revision_id);
+  await page.locator('.side-label', { hasText: 'Today' }).first().waitFor();
+  assert.equal(await page.locator('.changed-fields code').allTextContents().then((x) => x.join(',')), 'brute_force.max_attempts');
+  const marked = await page.locator('pre.marked .line.changed').allTextContents();
+  assert.equal(marked.length, 2, marked.join(' | '));
+  assert.ok(marked.every((l) => l.includes('"max_attempts"')), marked.join(' | '));
+  await check(page, 'revision-marked-fields');
   noProblems(page);
   await page.context().close();
 });

@@ -59,7 +59,7 @@ func TestExitCodes(t *testing.T) {
 		{"applied already", nil, []string{"config", "apply", applied}, 3, []string{"plan status: applied", "(HTTP 409 config_plan_not_applicable"}},
 		{"configuration changed", nil, []string{"config", "apply", stale}, 3,
 			[]string{"Error: Configuration changed: the configuration changed after the plan was made; create a new plan.\n",
-				"  /changes/0: version_changed", "(HTTP 409 config_conflict", "Make a new plan: keenauth config plan -f FILE"}},
+				"  /changes/0: version_changed", "(HTTP 409 config_conflict", "keenauth config rebase " + stale + " (then review and apply the new plan)"}},
 		{"unique value taken", nil, []string{"config", "apply", duplicate}, 3,
 			[]string{"Conflict: another resource already uses a unique value of this plan.", "  /changes/0/spec/display_name: duplicate", "(HTTP 409 conflict"}},
 	}
@@ -91,13 +91,26 @@ func TestExpiredPlanExits3(t *testing.T) {
 	r := h.run(t, "config", "apply", id)
 	wantExit(t, r, 3)
 	for _, w := range []string{"Error: Config plan expired: the plan's validity is over; create a new plan.\n", "(HTTP 410 config_plan_expired",
-		"Make a new plan: keenauth config plan -f FILE"} {
+		"Plan the same changes against the configuration as it is now: keenauth config rebase " + id} {
 		if !strings.Contains(r.stderr, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
 		}
 	}
 	shown := must(t, h.run(t, "config", "show", id))
-	if !strings.Contains(shown.stdout, "This plan is expired and can no longer be applied: make a new plan (keenauth config plan -f FILE).") {
+	if !strings.Contains(shown.stdout, "This plan is expired and can no longer be applied. To plan the same changes against the configuration as it is now:\n  keenauth config rebase "+id+"\n") ||
+		strings.Contains(shown.stdout, "Already rebased") {
 		t.Errorf("show of an expired plan:\n%s", shown.stdout)
+	}
+	// Once rebased, show names the plan that replaced it, and no longer
+	// offers the rebase.
+	rebased := must(t, h.run(t, "config", "rebase", id, "--json")).JSON(t)["id"].(string)
+	shown = must(t, h.run(t, "config", "show", id))
+	if !strings.Contains(shown.stdout, "\nAlready rebased as "+rebased+"; see it with: keenauth config show "+rebased+"\n") ||
+		strings.Contains(shown.stdout, "config rebase") {
+		t.Errorf("show of a rebased plan:\n%s", shown.stdout)
+	}
+	// --json prints the plan unchanged.
+	if js := must(t, h.run(t, "config", "show", id, "--json")); strings.Contains(js.stdout, "Already") {
+		t.Errorf("show --json:\n%s", js.stdout)
 	}
 }

@@ -40,13 +40,18 @@ func walkthrough(t *testing.T) []string {
 	return strings.Split(block, "\n")
 }
 
-var exportLine = regexp.MustCompile(`(?m)^export (KEENAUTH_API_URL|KEENAUTH_SECRET_KEY)=(\S+)$`)
+var (
+	exportLine = regexp.MustCompile(`(?m)^export (KEENAUTH_API_URL|KEENAUTH_SECRET_KEY)=(\S+)$`)
+	statusLine = regexp.MustCompile(`^HTTP (\d{3})$`)
+)
 
 // TestREADMEWalkthroughRunsAsWritten runs the README's curl walkthrough
 // with bash against a fresh keenauthd dev: its first two lines (start the
-// server, paste its export lines) are what the test does itself, the rest
-// runs as written. Every answer must be a success, the two applies must
-// apply, and the configuration must end as the walkthrough says.
+// server with its logs in dev.log, paste its export lines) are what the
+// test does itself, the rest runs as written. It prints an HTTP status line
+// per request and jq's view of each answer: the statuses must be those of
+// two plans and two applies, the applies must apply, the revisions list
+// both, and the configuration must end as the walkthrough says.
 func TestREADMEWalkthroughRunsAsWritten(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -54,7 +59,7 @@ func TestREADMEWalkthroughRunsAsWritten(t *testing.T) {
 		}
 	}
 	lines := walkthrough(t)
-	if len(lines) < 3 || !strings.HasPrefix(lines[0], "go run ./cmd/keenauthd dev &") ||
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "go run ./cmd/keenauthd dev 2>dev.log &") ||
 		!strings.HasPrefix(lines[1], "export KEENAUTH_API_URL=http://127.0.0.1:8080 KEENAUTH_SECRET_KEY=ksk_…") {
 		t.Fatalf("the walkthrough no longer starts by starting keenauthd dev and pasting its export lines; this test runs the rest:\n%s",
 			strings.Join(lines, "\n"))
@@ -85,9 +90,23 @@ func TestREADMEWalkthroughRunsAsWritten(t *testing.T) {
 		t.Fatalf("the walkthrough: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 
-	// What it printed: plan, apply, plan, apply, the revisions.
+	t.Logf("the walkthrough printed:\n%s", stdout.String())
+	// What it printed: a status line per request, and jq's view of plan,
+	// apply, plan, apply and each revision.
+	var statuses []string
+	var views bytes.Buffer
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if m := statusLine.FindStringSubmatch(l); m != nil {
+			statuses = append(statuses, m[1])
+		} else {
+			views.WriteString(l + "\n")
+		}
+	}
+	if want := []string{"201", "200", "201", "200"}; strings.Join(statuses, " ") != strings.Join(want, " ") {
+		t.Fatalf("the walkthrough's statuses = %v, want %v:\n%s", statuses, want, stdout.String())
+	}
 	var answers []map[string]any
-	dec := json.NewDecoder(&stdout)
+	dec := json.NewDecoder(&views)
 	for {
 		var a map[string]any
 		if err := dec.Decode(&a); errors.Is(err, io.EOF) {
@@ -100,16 +119,16 @@ func TestREADMEWalkthroughRunsAsWritten(t *testing.T) {
 		}
 		answers = append(answers, a)
 	}
-	if len(answers) != 5 {
-		t.Fatalf("the walkthrough printed %d answers, want 5 (plan, apply, plan, apply, revisions):\n%v", len(answers), answers)
+	if len(answers) != 6 {
+		t.Fatalf("the walkthrough printed %d answers, want 6 (plan, apply, plan, apply, two revisions):\n%v", len(answers), answers)
 	}
 	for _, i := range []int{1, 3} {
-		if answers[i]["status"] != "applied" || answers[i]["id"] != answers[i-1]["id"] {
+		if answers[i]["status"] != "applied" || answers[i]["id"] != answers[i-1]["id"] || answers[i]["revision_id"] == nil {
 			t.Errorf("answer %d = %v, want plan %v applied", i, answers[i], answers[i-1]["id"])
 		}
 	}
-	if revs, _ := answers[4]["data"].([]any); len(revs) != 2 {
-		t.Errorf("revisions = %v, want the two applies'", answers[4])
+	if answers[4]["plan_id"] != answers[3]["id"] || answers[5]["plan_id"] != answers[1]["id"] {
+		t.Errorf("revisions = %v, %v; want the two applies', newest first", answers[4], answers[5])
 	}
 
 	// The configuration the walkthrough leaves: the role, no connection.

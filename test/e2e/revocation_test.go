@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The README's product decision: a revoked API key stops working on every
+// The product decision of docs/decisions.md: a revoked API key stops working on every
 // replica within 1 s (the revocation is published through Redis), and
 // within KEENAUTHD_AUTH_CACHE_TTL when Redis cannot deliver the message.
 
