@@ -327,7 +327,7 @@ func TestTracingOneTracePerRequest(t *testing.T) {
 				continue
 			}
 			switch {
-			case attr(s.Span, "db.system.name") == "postgresql":
+			case attr(s.Span, "db.system") == "postgresql":
 				sql = append(sql, s)
 			case attr(s.Span, "db.system") == "redis":
 				redisCmd = append(redisCmd, s)
@@ -359,8 +359,8 @@ func TestTracingOneTracePerRequest(t *testing.T) {
 	// SQL spans have their statement, never its values: every statement
 	// of the request is scoped by the environment, whose id is a value.
 	for _, s := range sql {
-		if q := attr(s.Span, "db.query.text"); q == "" || strings.Contains(q, c.EnvID) {
-			t.Errorf("SQL span %q: db.query.text %q, want the statement without its values", s.Name, q)
+		if q := attr(s.Span, "db.statement"); q == "" || strings.Contains(q, c.EnvID) {
+			t.Errorf("SQL span %q: db.statement %q, want the statement without its values", s.Name, q)
 		}
 	}
 	// Redis spans are named by the command, without its arguments (the
@@ -510,7 +510,7 @@ func TestTracingFlushedOnShutdown(t *testing.T) {
 		switch {
 		case s.Kind == tracepb.Span_SPAN_KIND_SERVER && s.Name == "/v1/config-plans":
 			server++
-		case attr(s.Span, "db.system.name") == "postgresql":
+		case attr(s.Span, "db.system") == "postgresql":
 			sql++
 		}
 	}
