@@ -30,11 +30,13 @@ import (
 // or Jaeger's port 4318 would be: it keeps every payload as received and
 // the spans decoded from it.
 type otlpReceiver struct {
-	t   *testing.T
-	srv *httptest.Server
+	t    *testing.T
+	srv  *httptest.Server
+	path string // where exports are posted: /v1/traces unless a test says
 
 	mu       sync.Mutex
 	payloads [][]byte // as received, before any decompression
+	headers  []http.Header
 	spans    []exportedSpan
 	bad      []string // requests that were not a well-formed export
 }
@@ -46,7 +48,7 @@ type exportedSpan struct {
 }
 
 func newOTLPReceiver(t *testing.T, ln net.Listener) *otlpReceiver {
-	r := &otlpReceiver{t: t}
+	r := &otlpReceiver{t: t, path: "/v1/traces"}
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serveHTTP))
 	if ln != nil {
 		r.srv.Listener.Close()
@@ -73,7 +75,8 @@ func (r *otlpReceiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.payloads = append(r.payloads, raw)
-	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
+	r.headers = append(r.headers, req.Header.Clone())
+	if req.Method != http.MethodPost || req.URL.Path != r.path || req.Header.Get("Content-Type") != "application/x-protobuf" {
 		r.bad = append(r.bad, fmt.Sprintf("%s %s %s", req.Method, req.URL.Path, req.Header.Get("Content-Type")))
 		http.Error(w, "not an OTLP/HTTP protobuf trace export", http.StatusBadRequest)
 		return
@@ -565,5 +568,68 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no access line for %s", reqID)
+	}
+}
+
+// Headers returns the headers of the exports received so far.
+func (r *otlpReceiver) Headers() []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]http.Header(nil), r.headers...)
+}
+
+// TestTracingHonoursTheStandardVariables: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+// is used as it is, OTEL_EXPORTER_OTLP_HEADERS go with every export, and
+// OTEL_TRACES_SAMPLER decides: with parentbased_traceidratio at 0 a request
+// without traceparent is not exported, one with a sampled traceparent is.
+// The log lines of both carry their trace and span ids.
+func TestTracingHonoursTheStandardVariables(t *testing.T) {
+	recv := newOTLPReceiver(t, nil)
+	recv.path = "/collector/traces"
+	c := newCluster(t, 1,
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+recv.URL()+"/collector/traces",
+		"OTEL_EXPORTER_OTLP_HEADERS=x-collector-token=t0ken",
+		"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0")
+	unsampled := c.do(c.Nodes[0], "GET", "/v1/config-plans", nil, "")
+	req, _ := http.NewRequest("GET", c.Nodes[0].URL+"/v1/config-plans", nil)
+	req.Header.Set("Authorization", "Bearer "+c.Secret)
+	req.Header.Set("traceparent", "00-"+incomingTrace+"-"+incomingParent+"-01")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if unsampled.Status != http.StatusOK || resp.StatusCode != http.StatusOK {
+		t.Fatalf("lists: %d, %d", unsampled.Status, resp.StatusCode)
+	}
+	c.Nodes[0].Stop(t, syscall.SIGTERM)
+
+	ids := map[string]bool{}
+	for _, s := range recv.Spans() {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+			ids[attr(s.Span, "keenauth.request_id")] = true
+			if got := hex.EncodeToString(s.TraceId); got != incomingTrace {
+				t.Errorf("exported server span of trace %s, want only the sampled traceparent's", got)
+			}
+		}
+	}
+	sampledID, unsampledID := resp.Header.Get("Request-Id"), unsampled.Header.Get("Request-Id")
+	if !ids[sampledID] || ids[unsampledID] {
+		t.Fatalf("server spans of %v; want %s (sampled parent) and not %s (ratio 0)", ids, sampledID, unsampledID)
+	}
+	for _, h := range recv.Headers() {
+		if h.Get("X-Collector-Token") != "t0ken" {
+			t.Errorf("an export without OTEL_EXPORTER_OTLP_HEADERS' header: %v", h)
+		}
+	}
+	for _, l := range logRecords(c.Nodes[0].Logs()) {
+		if l["msg"] == "request" && (l["request_id"] == sampledID || l["request_id"] == unsampledID) {
+			if tid, _ := l["trace_id"].(string); len(tid) != 32 {
+				t.Errorf("access line without trace_id: %v", l)
+			}
+			if sid, _ := l["span_id"].(string); len(sid) != 16 {
+				t.Errorf("access line without span_id: %v", l)
+			}
+		}
 	}
 }
