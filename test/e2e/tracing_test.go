@@ -633,3 +633,45 @@ func TestTracingHonoursTheStandardVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestTracingKeepsTheBodyLimits: the server span's wrappers of the request
+// body and the response writer leave the body deadline (408, set through
+// the connection's ResponseController) and the size limit (413) as they
+// are, and those answers are spans too.
+func TestTracingKeepsTheBodyLimits(t *testing.T) {
+	c := newTracedCluster(t, "OTEL_BSP_SCHEDULE_DELAY=50", "KEENAUTHD_BODY_READ_TIMEOUT=1s")
+	raw := func(header string, body string) string {
+		t.Helper()
+		conn, err := net.Dial("tcp", strings.TrimPrefix(c.Nodes[0].URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.WriteString(conn, header+"Authorization: Bearer "+c.Secret+"\r\nContent-Type: application/json\r\n\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+		status := make([]byte, 12)
+		if _, err := io.ReadFull(conn, status); err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		return string(status[9:12])
+	}
+	// A body that stops arriving: 408 once its deadline passes.
+	if got := raw("POST /v1/config-plans HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n", `{"config": `); got != "408" {
+		t.Fatalf("stalled body: %s, want 408", got)
+	}
+	// A body over the limit by its Content-Length: 413, unread.
+	if got := raw("POST /v1/config-plans/cfgp_01m4qpqtywfs7930tb6kqn5rc5:apply HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n", ""); got != "413" {
+		t.Fatalf("body over the limit: %s, want 413", got)
+	}
+	waitFor(t, "the spans of the 408 and the 413", func() bool {
+		seen := map[string]bool{}
+		for _, s := range c.Recv.Spans() {
+			if s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+				seen[s.Name+" "+attr(s.Span, "http.response.status_code")] = true
+			}
+		}
+		return seen["/v1/config-plans 408"] && seen["/v1/config-plans/:id 413"]
+	})
+}
