@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/plans"
@@ -78,7 +81,29 @@ func (s *Server) startRequest(c *gin.Context) string {
 	info := requestInfo{id: id, traceID: traceID(c.GetHeader("traceparent"))}
 	c.Set("request_id", id)
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), requestInfoKey{}, info))
+	traceRequest(c, id)
 	return id
+}
+
+// requestIDAttribute is the attribute of a request's span that holds its
+// Request-Id.
+const requestIDAttribute = "keenauth.request_id"
+
+// traceRequest completes the request's server span, when serve traces
+// (the span is otelhttp's, started around the router before a route was
+// known): it is named by the route template, with http.route, and carries
+// the Request-Id. An unmatched request keeps otelhttp's name, its method.
+func traceRequest(c *gin.Context, id string) {
+	span := trace.SpanFromContext(c.Request.Context())
+	if !span.IsRecording() {
+		return
+	}
+	if r := c.FullPath(); r != "" {
+		span.SetName(r)
+		span.SetAttributes(semconv.HTTPRoute(r), attribute.String(requestIDAttribute, id))
+		return
+	}
+	span.SetAttributes(attribute.String(requestIDAttribute, id))
 }
 
 // probe reports whether a path is one of the operator's endpoints, which
@@ -282,8 +307,9 @@ func (s *Server) leaseLost(lease string) func() {
 }
 
 // NewLogger returns the service's logger: JSON lines at level or above. A
-// record logged with a request's context carries its request_id (and the
-// trace_id of its traceparent), and an error attribute is written as its
+// record logged with a request's context carries its request_id, and the
+// trace_id and span_id of its span when serve traces (else the trace_id of
+// its incoming traceparent), and an error attribute is written as its
 // message with the chain of its causes.
 func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
 	return slog.New(contextHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: errorChain})})
@@ -298,22 +324,28 @@ func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
 		return h.Handler.Handle(ctx, r)
 	}
 	info, ok := ctx.Value(requestInfoKey{}).(requestInfo)
-	if !ok {
+	// The span of the context (the request's, when serve traces) gives
+	// the trace and span ids; without one, the trace id is the incoming
+	// traceparent's.
+	span := trace.SpanContextFromContext(ctx)
+	if !ok && !span.IsValid() {
 		return h.Handler.Handle(ctx, r)
 	}
 	// Every request logs its access line, which has its request_id: the
 	// record is copied only when something is missing.
-	needID, needTrace := true, info.traceID != ""
+	needID, needTrace, needSpan := ok, span.IsValid() || info.traceID != "", span.IsValid()
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
 		case "request_id":
 			needID = false
 		case "trace_id":
 			needTrace = false
+		case "span_id":
+			needSpan = false
 		}
-		return needID || needTrace
+		return needID || needTrace || needSpan
 	})
-	if !needID && !needTrace {
+	if !needID && !needTrace && !needSpan {
 		return h.Handler.Handle(ctx, r)
 	}
 	r = r.Clone()
@@ -321,7 +353,14 @@ func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
 		r.AddAttrs(slog.String("request_id", info.id))
 	}
 	if needTrace {
-		r.AddAttrs(slog.String("trace_id", info.traceID))
+		if span.IsValid() {
+			r.AddAttrs(slog.String("trace_id", span.TraceID().String()))
+		} else {
+			r.AddAttrs(slog.String("trace_id", info.traceID))
+		}
+	}
+	if needSpan {
+		r.AddAttrs(slog.String("span_id", span.SpanID().String()))
 	}
 	return h.Handler.Handle(ctx, r)
 }

@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch args[0] {
 	case "serve":
-		return serve(ctx, cfg, args[1:], stdout, stderr)
+		return serve(ctx, cfg, getenv, args[1:], stdout, stderr)
 	case "dev":
 		return dev(ctx, cfg, args[1:], stdout, stderr)
 	case "migrate":

@@ -204,7 +204,7 @@ func keyRevoke(ctx context.Context, cfg config, args []string, stdout, stderr io
 	return json.NewEncoder(stdout).Encode(map[string]any{"id": ids[0], "revoked": true})
 }
 
-func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+func serve(ctx context.Context, cfg config, getenv func(string) string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	noMigrate := fs.Bool("no-migrate", false, "do not run migrations on start")
@@ -218,9 +218,23 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 	redisLog.Store(log)
 	defer redisLog.CompareAndSwap(log, nil)
 	m := metrics.New()
+	tr, err := newTracing(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	// The spans still buffered are exported once the requests have
+	// drained and the pools closed (deferred first, so run last).
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
+		defer cancel()
+		if err := tr.shutdown(sctx); err != nil {
+			log.Warn("tracing: the last spans could not be exported", "error", err)
+		}
+	}()
 	hooks := plans.Hooks{}
 	if cfg.FederationURL != "" {
-		hooks.Federation = federation.NewHTTPClient(federation.HTTPConfig{BaseURL: cfg.FederationURL, Token: cfg.FederationToken, Timeout: cfg.FederationTimeout})
+		hooks.Federation = federation.NewHTTPClient(federation.HTTPConfig{BaseURL: cfg.FederationURL, Token: cfg.FederationToken,
+			Timeout: cfg.FederationTimeout, HTTPClient: tr.httpClient()})
 	} else {
 		log.Warn("KEENAUTHD_FEDERATION_URL is not set: plans that write OIDC material will be answered 503")
 	}
@@ -239,11 +253,18 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 			return err
 		}
 	}
+	// The migrations are not traced: a trace is a request's.
+	if err := tr.instrumentDB(db); err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
 	rdb, err := newRedis(cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	if err := tr.instrumentRedis(rdb); err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
 	if reachable, err := checkRedisMode(ctx, rdb); err != nil {
 		return err
 	} else if !reachable {
@@ -266,10 +287,13 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 			m.RegisterFailOpens(name, f)
 		}
 	}
-	running := &inflight{next: w.Handler, draining: &draining}
+	running := &inflight{next: tr.handler(w.Handler), draining: &draining}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
+	}
+	if tr != nil {
+		log.Info("tracing: exporting spans over OTLP/HTTP")
 	}
 	log.Info("keenauthd listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
@@ -346,6 +370,9 @@ func httpLimits(cfg config) service.HTTPLimits {
 func bodyBudget(cfg config) *service.BodyBudget {
 	return service.NewBodyBudget(int64(cfg.BodyBudgetMiB)<<20, cfg.BodyBudgetWait)
 }
+
+// tracingFlushTimeout bounds the export of the last spans at shutdown.
+const tracingFlushTimeout = 5 * time.Second
 
 // cutOffGrace is how long the requests cut off by a shutdown timeout have to
 // release what they hold (an apply returns its plan to planned) before the

@@ -3,7 +3,8 @@
 // concurrency (P2), idempotent replays (P3), plan creation (P4), peak
 // memory near the 10 MiB limit (P5), scaling with the size of the
 // environment (P6), a narrow key's plan list (P7) and the reviewing
-// endpoints: preview (P8), rebase (P9) and revision diff (P10).
+// endpoints: preview (P8), rebase (P9) and revision diff (P10); then P1
+// and P2 once more with tracing exported (P1T, P2T, SPEC §21).
 //
 // It builds ./cmd/keenauthd, runs `keenauthd serve` as a child process over
 // a PostgreSQL database of its own (dropped at the end) and a Redis
@@ -49,6 +50,7 @@ type options struct {
 	profileDir string
 	profileFor time.Duration
 	keep       bool
+	tracing    bool
 	pgAdmin    string
 	redisAddr  string
 	redisDB    int
@@ -73,6 +75,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.profileDir, "profile", "", "directory: take a CPU profile of the server for each scenario that misses its target")
 	fs.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each CPU profile")
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark's database (for inspection)")
+	fs.BoolVar(&o.tracing, "tracing", true, "run P1 and P2 once more against a keenauthd exporting every span to a local OTLP/HTTP receiver (rows P1T, P2T)")
 	fs.StringVar(&o.pgAdmin, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL URL used to create and drop the benchmark's database")
 	fs.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "Redis address")
 	fs.IntVar(&o.redisDB, "redis-db", 12, "Redis database number of the benchmark (flushed at start and end; never 0)")
@@ -265,6 +268,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 					}
 				}
 			}
+		}
+	}
+	if o.tracing && ctx.Err() == nil && (len(o.only) == 0 || o.only["P1"] || o.only["P2"]) {
+		fmt.Fprintln(stdout, "P1, P2 traced …")
+		t0 := time.Now()
+		if err := b.tracing(ctx, append([]row(nil), b.rows...), bin, dbURL, fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp+"/keenauthd-traced.log"); err != nil {
+			msg := fmt.Sprintf("tracing: %v", err)
+			fmt.Fprintln(stdout, "  error:", msg)
+			rep.Errors = append(rep.Errors, msg)
+		} else {
+			fmt.Fprintf(stdout, "  traced runs done in %.1fs\n", time.Since(t0).Seconds())
 		}
 	}
 	rep.Rows, rep.LoadEnd, rep.Duration = b.rows, loadAverage(), time.Since(began).Seconds()

@@ -66,13 +66,14 @@ func freePort() (string, error) {
 }
 
 // serverEnv is the environment of every keenauthd child: the caller's,
-// less its KEENAUTHD_* variables, plus the benchmark's. The limits are
+// less its KEENAUTHD_* and OTEL_* variables (no tracing unless a run asks
+// for it), plus the benchmark's. The limits are
 // raised far above what the scenarios send, so that no 429 or 503 of §10
 // shapes a figure.
 func serverEnv(dbURL, redisURL, listen, debug string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KEENAUTHD_") {
+		if !strings.HasPrefix(kv, "KEENAUTHD_") && !strings.HasPrefix(kv, "OTEL_") {
 			env = append(env, kv)
 		}
 	}
@@ -90,8 +91,8 @@ func serverEnv(dbURL, redisURL, listen, debug string) []string {
 }
 
 // startServer runs `keenauthd serve` and waits until /readyz answers 200.
-// Its logs go to logPath.
-func startServer(ctx context.Context, bin, dbURL, redisURL, logPath string) (*server, error) {
+// Its logs go to logPath; extraEnv adds variables (OTEL_* for tracing).
+func startServer(ctx context.Context, bin, dbURL, redisURL, logPath string, extraEnv ...string) (*server, error) {
 	listen, err := freePort()
 	if err != nil {
 		return nil, err
@@ -104,7 +105,7 @@ func startServer(ctx context.Context, bin, dbURL, redisURL, logPath string) (*se
 	if err != nil {
 		return nil, err
 	}
-	s := &server{bin: bin, env: serverEnv(dbURL, redisURL, listen, debug), base: "http://" + listen,
+	s := &server{bin: bin, env: append(serverEnv(dbURL, redisURL, listen, debug), extraEnv...), base: "http://" + listen,
 		debugBase: "http://" + debug, logPath: logPath, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, "serve")
 	s.cmd.Env = s.env

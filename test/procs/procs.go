@@ -122,6 +122,20 @@ func (n *Node) Kill() {
 	<-n.exited
 }
 
+// Stop sends sig to the process (SIGTERM: what an orchestrator sends) and
+// waits until it exits, failing t after 30 s.
+func (n *Node) Stop(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal keenauthd: %v", err)
+	}
+	select {
+	case <-n.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("keenauthd did not exit within 30 s of %v; logs:\n%s", sig, n.Logs())
+	}
+}
+
 // WaitFor polls cond until it holds, failing t when the process exits
 // first or after 30 s.
 func (n *Node) WaitFor(t testing.TB, what string, cond func() bool) {
