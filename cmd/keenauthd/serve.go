@@ -272,7 +272,9 @@ func serve(ctx context.Context, cfg config, args []string, stdout, stderr io.Wri
 		return err
 	}
 	log.Info("keenauthd listening", "addr", ln.Addr().String())
-	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
+	// The address, for the scripts and tests that start serve on port 0,
+	// as a JSON line too: every line keenauthd writes is one (§23).
+	_ = json.NewEncoder(stdout).Encode(map[string]string{"msg": "listening on", "addr": ln.Addr().String()})
 	return runServer(ctx, cfg, ln, running, &draining, newSweeper(svc, cfg, newSweepLock(rdb, "keenauthd:"), log), m.Handler(), log)
 }
 
@@ -325,7 +327,7 @@ func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflig
 	}
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(service.EdgeListener(ln)) }()
 	select {
 	case err := <-errc:
 		return err
