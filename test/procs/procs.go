@@ -111,6 +111,9 @@ func Serve(t testing.TB, binary string, env []string) *Node {
 	return n
 }
 
+// PID is the process's id.
+func (n *Node) PID() int { return n.cmd.Process.Pid }
+
 // Stdout returns what the process printed so far.
 func (n *Node) Stdout() string { return n.stdout.String() }
 
