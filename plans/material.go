@@ -55,6 +55,14 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		v := viewConnection(c.Spec)
 		var m oidcMaterial
 		_ = json.Unmarshal(v.OIDC, &m)
+		if !isPublicHostURL(m.Issuer) {
+			// Plan creation refuses such an issuer (§23), but a plan can
+			// carry one it did not validate: oidc: null keeps a stored
+			// spec from before that rule. It never reaches the
+			// federation service, which fetches issuers.
+			rejected = append(rejected, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc/issuer", i), Code: CodeInvalid, Detail: internalHostDetail})
+			continue
+		}
 		conID := out.connIDs[c.Key]
 		material := federation.Material{Issuer: m.Issuer, ClientID: m.ClientID, Scopes: m.Scopes,
 			RedirectURI: "https://" + *req.SPHost + "/sso/" + conID + "/callback"}

@@ -265,3 +265,41 @@ func TestAllowedCallbackHostsHoldAtMost1000Patterns(t *testing.T) {
 	r := e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans", Body: map[string]any{"config": app("h999.shop.example")}})
 	secWant(t, r, http.StatusUnprocessableEntity, "policy_conflict", "/config/applications/portal/callback_urls/0 allowed_callback_hosts")
 }
+
+// TestInternalIssuerNeverReachesTheFederationService: a spec stored before
+// the issuer rule comes back unvalidated in a restore of the revision that
+// kept it; its material is refused at its write instead of being sent.
+func TestInternalIssuerNeverReachesTheFederationService(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	hardApplied(t, e)
+	// The connection as an earlier version could store it.
+	var spec string
+	db := e.GormDB()
+	if err := db.Raw("SELECT spec FROM resources WHERE environment_id = ? AND kind = 'connection' AND key = 'acme-sso'", e.EnvID).Scan(&spec).Error; err != nil {
+		t.Fatal(err)
+	}
+	internal := strings.Replace(spec, "https://idp.acme.example", "https://169.254.169.254", 1)
+	update := "UPDATE resources SET spec = CAST(? AS jsonb) WHERE environment_id = ? AND kind = 'connection' AND key = 'acme-sso'"
+	if apitest.Embedded() {
+		update = "UPDATE resources SET spec = ? WHERE environment_id = ? AND kind = 'connection' AND key = 'acme-sso'"
+	}
+	if internal == spec || db.Exec(update, internal, e.EnvID).Error != nil {
+		t.Fatalf("could not store the issuer in %s", spec)
+	}
+	// A public issuer now; the revision keeps the internal one.
+	moved := oidcConn("ACME", false, "abc")
+	moved["oidc"].(map[string]any)["issuer"] = "https://idp2.acme.example"
+	p := e.Plan(connDoc(map[string]any{"acme-sso": moved}), false)
+	applied := e.Apply(p["id"].(string), applyBody("acme-sso", secSecret))
+	r := e.Do(apitest.Request{Method: "POST", Path: "/v1/config-revisions/" + applied["revision_id"].(string) + ":restore"})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("restore: %d %s", r.Status, r.Body)
+	}
+	puts := len(fedPuts(e.Fed))
+	r = secApply(e, r.JSON()["id"].(string), applyBody("acme-sso", secSecret))
+	secWant(t, r, http.StatusUnprocessableEntity, "validation_failed", "/changes/0/spec/oidc/issuer invalid")
+	if n := len(fedPuts(e.Fed)); n != puts {
+		t.Errorf("the material was sent to the federation service (%d writes, %d before)", n, puts)
+	}
+}
