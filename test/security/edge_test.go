@@ -129,6 +129,21 @@ func TestEdge(t *testing.T) {
 		})
 	}
 
+	// The review's case: 100 such sockets, all open after 180 s before.
+	t.Run("100 held keyless bodies are all closed", func(t *testing.T) {
+		var xs []*exchange
+		for range 100 {
+			x := s.open()
+			x.send(held["401"].request)
+			xs = append(xs, x)
+		}
+		for _, x := range xs {
+			resp, body := x.answer()
+			problem(t, resp, body, http.StatusUnauthorized, "unauthenticated")
+			x.closedWithin(closeBound)
+		}
+	})
+
 	t.Run("every line written is JSON", func(t *testing.T) {
 		for name, out := range map[string]string{"stdout": s.node.Stdout(), "stderr": s.node.Logs()} {
 			lines := strings.Split(out, "\n")
