@@ -198,6 +198,13 @@ func (s *Server) checkFraming(c *gin.Context) {
 		refuse(&plans.Error{Code: plans.CodeMalformedRequest, Detail: "a request must have at most one Authorization header"})
 		return
 	}
+	if c.Request.ContentLength != 0 && (c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead) {
+		// No GET reads a body, and its answer does not go through write:
+		// net/http would read up to 256 KiB of the body, without a
+		// deadline, before sending the answer's headers.
+		c.Header("Connection", "close")
+		s.closeEarly(c)
+	}
 	c.Next()
 }
 

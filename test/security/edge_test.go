@@ -129,6 +129,15 @@ func TestEdge(t *testing.T) {
 		})
 	}
 
+	t.Run("a held body of a GET is not waited for", func(t *testing.T) {
+		x := s.open()
+		x.send("GET /healthz HTTP/1.1\r\nHost: keenauth\r\nContent-Length: 200000\r\n\r\n{")
+		if resp, _ := x.answer(); resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /healthz: %d", resp.StatusCode)
+		}
+		x.closedWithin(closeBound)
+	})
+
 	// The review's case: 100 such sockets, all open after 180 s before.
 	t.Run("100 held keyless bodies are all closed", func(t *testing.T) {
 		var xs []*exchange
