@@ -53,8 +53,8 @@ const (
 )
 
 // lineKeep is how much of a line is kept: enough for a Content-Length of
-// 19 digits behind generous white space, and for the HTTP version at the
-// end of a request line (kept separately).
+// 19 digits behind generous white space. The version that ends a request
+// line is read from the line's tail.
 const lineKeep = 128
 
 // tailKeep is enough for " HTTP/1.0\r\n".
