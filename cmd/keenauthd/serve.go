@@ -306,7 +306,9 @@ func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hook
 // debug endpoints beside it, then drains: the part serve and dev share.
 func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflight, draining *atomic.Bool, sweep *sweeper,
 	metrics http.Handler, log *slog.Logger) error {
-	srv := &http.Server{Handler: running}
+	// net/http's own reports (an accept failing for want of file
+	// descriptors, a handler's misuse) are lines of the JSON log too.
+	srv := &http.Server{Handler: running, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	httpLimits(cfg).Configure(srv)
 
 	// Background work stops, and is waited for, before the pools close.

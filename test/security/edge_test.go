@@ -7,7 +7,10 @@ package security_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +169,33 @@ func TestEdge(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNetHTTPReportsAreJSONLines: net/http reports what goes wrong below
+// the handlers on its own log (here, accepting connections once the
+// process is out of file descriptors); those lines are JSON lines of the
+// service's log too.
+func TestNetHTTPReportsAreJSONLines(t *testing.T) {
+	s := startWith(t, func(binary string) string {
+		// keenauthd with few file descriptors.
+		script := filepath.Join(t.TempDir(), "keenauthd")
+		if err := os.WriteFile(script, []byte("#!/bin/sh\nulimit -n 64\nexec "+binary+" \"$@\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return script
+	})
+	for range 100 {
+		if c, err := net.DialTimeout("tcp", s.addr, 2*time.Second); err == nil {
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}
+	s.node.WaitFor(t, "net/http's report of the failed accepts", func() bool {
+		return strings.Contains(s.node.Logs(), "Accept error")
+	})
+	lines := strings.Split(s.node.Logs(), "\n")
+	for _, line := range lines[:len(lines)-1] {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("a line logged is not JSON: %q", line)
+		}
+	}
 }

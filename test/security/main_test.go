@@ -35,6 +35,13 @@ type server struct {
 
 func start(t *testing.T) *server {
 	t.Helper()
+	return startWith(t, func(binary string) string { return binary })
+}
+
+// startWith starts the server with the program wrap returns for the
+// binary's path (serve only: the one-shot commands run the binary).
+func startWith(t *testing.T, wrap func(binary string) string) *server {
+	t.Helper()
 	rs := procs.StartRedis(t)
 	db := testdb.New(t)
 	env := []string{
@@ -53,7 +60,7 @@ func start(t *testing.T) *server {
 	if err := json.Unmarshal(procs.Command(t, binary, env, "key", "create", "--env", e.ID, "--permissions", "all"), &k); err != nil {
 		t.Fatal(err)
 	}
-	n := procs.Serve(t, binary, env)
+	n := procs.Serve(t, wrap(binary), env)
 	return &server{t: t, node: n, addr: strings.TrimPrefix(n.URL, "http://"), secret: k.Secret}
 }
 
