@@ -47,7 +47,15 @@ type FieldError struct {
 // *RejectedError; use errors.As.
 type RejectedError struct {
 	Errors []FieldError
+	// Truncated reports that the answer named more than MaxRejectedErrors
+	// distinct problems: Errors holds the first of them (§23).
+	Truncated bool
 }
+
+// MaxRejectedErrors is how many distinct problems of a 422 are kept: the
+// answer, the event and the idempotency record of an apply hold them, and
+// a faulty or hostile service could send hundreds of thousands.
+const MaxRejectedErrors = 100
 
 func (e *RejectedError) Error() string {
 	var b strings.Builder

@@ -261,7 +261,9 @@ func unparseable(method, path string, status int) error {
 }
 
 // rejected reads the errors[] of a 422. A 422 is final even when its body
-// cannot be read: the material is then reported as a whole.
+// cannot be read: the material is then reported as a whole. Repeated
+// problems (after sanitizing) are dropped, and past MaxRejectedErrors
+// distinct ones the rest are left out and the error says so.
 func rejected(data []byte, forms []string) *RejectedError {
 	var body struct {
 		Errors []FieldError `json:"errors"`
@@ -269,8 +271,18 @@ func rejected(data []byte, forms []string) *RejectedError {
 	_ = json.Unmarshal(data, &body)
 	e := &RejectedError{}
 	m := newSecretMatcher(forms)
+	seen := make(map[FieldError]bool)
 	for _, fe := range body.Errors {
-		e.Errors = append(e.Errors, sanitizeFieldError(fe, m))
+		fe = sanitizeFieldError(fe, m)
+		if seen[fe] {
+			continue
+		}
+		if len(e.Errors) == MaxRejectedErrors {
+			e.Truncated = true
+			break
+		}
+		seen[fe] = true
+		e.Errors = append(e.Errors, fe)
 	}
 	if len(e.Errors) == 0 {
 		e.Errors = []FieldError{{Pointer: "", Code: CodeInvalid}}

@@ -28,6 +28,10 @@ const DefaultRetention = 24 * time.Hour
 // renewal of Hold, which run detached from the request's context.
 const finishTimeout = 3 * time.Second
 
+// MaxStoredBody is the largest answer body a record keeps (§23): a larger
+// answer is not stored and a retry of its key runs again.
+const MaxStoredBody = 1 << 20
+
 // Response is what is kept of a finished request to answer its retries: the
 // status, the headers worth replaying (Content-Type, Location, …; never
 // Request-Id or the rate-limit headers, which describe the retry itself), and

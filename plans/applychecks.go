@@ -3,6 +3,7 @@ package plans
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/keenauth/configplans/configdb"
 )
@@ -97,7 +98,7 @@ func brokenReferences(st *applyState) []FieldError {
 		case c.Action == ActionDelete && c.Kind != KindConnection:
 			if refs := st.post.referrers(c.Kind, c.Key); len(refs) > 0 {
 				out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken,
-					Detail: fmt.Sprintf("%s is now referenced by %s", resourceRef(c.Kind, c.Key), refs[0])})
+					Detail: fmt.Sprintf("%s is now referenced by %s", resourceRef(c.Kind, c.Key), strings.Join(referrerPhrases(refs, st.post.readable), ", "))})
 			}
 		}
 	}
@@ -143,7 +144,7 @@ func checkConnectionsInUse(st *applyState) error {
 	var inUse []FieldError
 	for i, c := range st.plan.Changes {
 		if c.Action == ActionDelete && c.Kind == KindConnection {
-			for _, ref := range st.post.referrers(c.Kind, c.Key) {
+			for _, ref := range referrerPhrases(st.post.referrers(c.Kind, c.Key), st.post.readable) {
 				inUse = append(inUse, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeInUse,
 					Detail: fmt.Sprintf("connection %s is still used by %s", QuoteShort(c.Key), ref)})
 			}
@@ -200,9 +201,10 @@ func checkConnectionsTested(st *applyState) error {
 // policies, as they are now.
 func checkApplyPolicies(st *applyState) error {
 	var violations []FieldError
+	check := st.policies.checker()
 	for i, c := range st.plan.Changes {
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
-			violations = append(violations, CheckPolicies(st.policies, c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
+			violations = append(violations, check(c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
 		}
 	}
 	if len(violations) > 0 {

@@ -58,6 +58,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	if err != nil {
 		return nil, err
 	}
+	st.post.readable = a.canRead
 	if err := runApplyChecks(st); err != nil {
 		return nil, err
 	}

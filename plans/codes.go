@@ -22,6 +22,7 @@ const (
 	CodeConfigConflict          Code = "config_conflict"
 	CodeConflict                Code = "conflict"
 	CodeConnectionInUse         Code = "connection_in_use"
+	CodeRequestHeadersTooLarge  Code = "request_headers_too_large"
 	CodeConnectionTestRequired  Code = "connection_test_required"
 	CodeConnectionNotTestable   Code = "connection_not_testable"
 	CodeConfigPlanExpired       Code = "config_plan_expired"

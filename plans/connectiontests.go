@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
@@ -73,7 +74,7 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 	res := &ConnectionTest{Connection: key, Status: "succeeded", TestedAt: Time(s.now())}
 	if !ok {
 		res.Status = "failed"
-		res.Reason = reason
+		res.Reason = capReason(reason)
 		if res.Reason == nil {
 			r := "the identity provider did not accept the material"
 			res.Reason = &r
@@ -86,4 +87,26 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 		return nil, err
 	}
 	return res, nil
+}
+
+// MaxTestReason is how many characters of a failed test's reason are kept
+// and returned (§23): the reason comes from the federation service, which
+// may quote whatever the identity provider answered.
+const MaxTestReason = 1024
+
+// capReason cuts a reason to its first MaxTestReason characters.
+func capReason(reason *string) *string {
+	if reason == nil || utf8.RuneCountInString(*reason) <= MaxTestReason {
+		return reason
+	}
+	r := *reason
+	n := 0
+	for i := range r {
+		if n == MaxTestReason {
+			r = r[:i]
+			break
+		}
+		n++
+	}
+	return &r
 }

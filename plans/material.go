@@ -38,6 +38,7 @@ type Federation = federation.Client
 func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, token string, out *applied) error {
 	ctx = context.WithoutCancel(ctx)
 	var rejected []FieldError
+	var truncated bool
 	var unavailable error
 	for i, c := range p.Changes {
 		if !c.WritesMaterial {
@@ -54,6 +55,14 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		v := viewConnection(c.Spec)
 		var m oidcMaterial
 		_ = json.Unmarshal(v.OIDC, &m)
+		if !isPublicHostURL(m.Issuer) {
+			// Plan creation refuses such an issuer (§23), but a plan can
+			// carry one it did not validate: oidc: null keeps a stored
+			// spec from before that rule. It never reaches the
+			// federation service, which fetches issuers.
+			rejected = append(rejected, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc/issuer", i), Code: CodeInvalid, Detail: internalHostDetail})
+			continue
+		}
 		conID := out.connIDs[c.Key]
 		material := federation.Material{Issuer: m.Issuer, ClientID: m.ClientID, Scopes: m.Scopes,
 			RedirectURI: "https://" + *req.SPHost + "/sso/" + conID + "/callback"}
@@ -69,6 +78,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			}
 		case errors.As(err, &rej):
 			rejected = append(rejected, rejectedMaterial(i, c, rej)...)
+			truncated = truncated || rej.Truncated
 		case errors.Is(err, federation.ErrUnauthorized):
 			logTokenRefused(ctx, s, err, "plan_id", p.ID, "connection_id", conID)
 			unavailable = err
@@ -88,8 +98,14 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		})
 	}
 	var answer *Error
+	event := map[string]any{}
 	if len(rejected) > 0 {
+		rejected, truncated = capRejected(rejected, truncated)
 		answer = Problems(CodeValidationFailed, rejected)
+		if truncated {
+			answer.Extra = map[string]any{"errors_truncated": true}
+			event["errors_truncated"] = true
+		}
 	} else {
 		answer = &Error{Code: CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
 			Extra: map[string]any{"retry_after": 5}}
@@ -98,7 +114,8 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		if _, err := tx.ReleasePlan(ctx, p.key(), token); err != nil {
 			return err
 		}
-		return recordEvent(ctx, tx, a, p.ID, "federation_failed", map[string]any{"code": answer.Code, "errors": answer.Errors})
+		event["code"], event["errors"] = answer.Code, answer.Errors
+		return recordEvent(ctx, tx, a, p.ID, "federation_failed", event)
 	})
 	if err != nil {
 		s.log.WarnContext(ctx, "recording a federation failure failed; the plan's lease will return it to planned", "plan_id", p.ID, "error", err)
@@ -124,6 +141,31 @@ func rejectedMaterial(i int, c Change, rej *federation.RejectedError) []FieldErr
 		out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: CodeRejected, Detail: "the federation service refused the OIDC material"})
 	}
 	return out
+}
+
+// capRejected drops the repeated problems of the federation service's 422s
+// and keeps at most federation.MaxRejectedErrors of them for the whole
+// apply (§23); truncated reports that some were left out, here or by the
+// federation client already.
+func capRejected(errs []FieldError, truncated bool) ([]FieldError, bool) {
+	type problem struct {
+		pointer string
+		code    Code
+	}
+	seen := make(map[problem]bool, len(errs))
+	out := make([]FieldError, 0, min(len(errs), federation.MaxRejectedErrors))
+	for _, fe := range errs {
+		p := problem{fe.Pointer, fe.Code}
+		if seen[p] {
+			continue
+		}
+		if len(out) == federation.MaxRejectedErrors {
+			return out, true
+		}
+		seen[p] = true
+		out = append(out, fe)
+	}
+	return out, truncated
 }
 
 // logTokenRefused logs, at ERROR level, that the federation service refused

@@ -131,17 +131,18 @@ func inUseProblem(e entry, post *postState) (FieldError, bool) {
 		ptr = "/prune"
 	}
 	return FieldError{Pointer: ptr, Code: CodeInUse,
-		Detail: fmt.Sprintf("%s is still referenced by %s", resourceRef(e.kind, e.key), strings.Join(refs, ", "))}, true
+		Detail: fmt.Sprintf("%s is still referenced by %s", resourceRef(e.kind, e.key), strings.Join(referrerPhrases(refs, post.readable), ", "))}, true
 }
 
 // planPolicyViolations checks every spec the plan changes against the
 // environment's policies.
 func planPolicyViolations(entries []entry, cur state, policies Policies) []FieldError {
 	var violations []FieldError
+	check := policies.checker()
 	for _, e := range entries {
 		if e.spec != nil {
 			if r := cur.get(e.kind, e.key); r == nil || !bytes.Equal(r.Spec, e.spec) {
-				violations = append(violations, CheckPolicies(policies, e.kind, e.spec, e.pointer)...)
+				violations = append(violations, check(e.kind, e.spec, e.pointer)...)
 			}
 		}
 	}

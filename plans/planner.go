@@ -198,7 +198,7 @@ func (s *Service) computePlanFrom(ctx context.Context, tx *configdb.Tx, a Actor,
 	ps.expected = pr.Versions
 	ps.entries, ps.inDoc = planEntries(pr.Doc, ps.planned, pr.Prune, ps.cur)
 	problems := append(slices.Clone(pr.Problems), ps.keepMaterial()...)
-	ps.post = &postState{cur: ps.cur, specs: map[string]json.RawMessage{}}
+	ps.post = &postState{cur: ps.cur, specs: map[string]json.RawMessage{}, readable: a.canRead}
 	for _, e := range ps.entries {
 		ps.post.specs[resourceRef(e.kind, e.key)] = e.spec
 	}

@@ -60,6 +60,12 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 	if p.AllowedCallbackHosts == nil {
 		p.AllowedCallbackHosts = []string{}
 	}
+	if n := len(p.AllowedCallbackHosts); n > MaxAllowedCallbackHosts {
+		// Each pattern is not looked at: the list is refused whole.
+		problems = append(problems, FieldError{Pointer: "/allowed_callback_hosts", Code: CodeTooMany,
+			Detail: fmt.Sprintf("allowed_callback_hosts holds %d patterns; at most %d are allowed.", n, MaxAllowedCallbackHosts)})
+		return p, problems, nil
+	}
 	for i, h := range p.AllowedCallbackHosts {
 		h = strings.ToLower(h)
 		p.AllowedCallbackHosts[i] = h
@@ -73,26 +79,56 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 	return p, problems, nil
 }
 
-// hostAllowed reports whether a host matches a pattern: "*.shop.example"
+// MaxAllowedCallbackHosts bounds allowed_callback_hosts (§23).
+const MaxAllowedCallbackHosts = 1000
+
+// hostSet holds host patterns for lookups: the plain ones by host, the
+// wildcards by the suffix after "*.". Matching a host costs a lookup per
+// label of the host, whatever the number of patterns (§23): a plan of
+// 2,000 callback URLs checked against every pattern took seconds.
+type hostSet struct {
+	exact map[string]bool
+	wild  map[string]bool
+}
+
+func newHostSet(patterns []string) hostSet {
+	h := hostSet{exact: make(map[string]bool, len(patterns)), wild: map[string]bool{}}
+	for _, pat := range patterns {
+		pat = strings.ToLower(pat)
+		if suffix, wild := strings.CutPrefix(pat, "*."); wild {
+			h.wild[suffix] = true
+		} else {
+			h.exact[pat] = true
+		}
+	}
+	return h
+}
+
+// allows reports whether a host matches a pattern: "*.shop.example"
 // matches one or more labels before shop.example (a.shop.example,
 // a.b.shop.example) but not shop.example itself; a plain pattern matches
 // exactly. Both are compared case-insensitively.
-func hostAllowed(host string, patterns []string) bool {
+func (h hostSet) allows(host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "" {
 		return false
 	}
-	for _, pat := range patterns {
-		pat = strings.ToLower(pat)
-		if suffix, wild := strings.CutPrefix(pat, "*."); wild {
-			if strings.HasSuffix(host, "."+suffix) && len(host) > len(suffix)+1 {
-				return true
-			}
-		} else if host == pat {
+	if h.exact[host] {
+		return true
+	}
+	// Every suffix that follows a dot with something before it.
+	for i := 1; i < len(host); i++ {
+		if host[i] == '.' && h.wild[host[i+1:]] {
 			return true
 		}
 	}
 	return false
+}
+
+// hostAllowed reports whether a host matches one of patterns (see
+// hostSet.allows).
+func hostAllowed(host string, patterns []string) bool {
+	return newHostSet(patterns).allows(host)
 }
 
 // CheckPolicies checks one created or updated resource against the
@@ -110,6 +146,19 @@ func hostAllowed(host string, patterns []string) bool {
 //
 // spec is a canonical spec; a spec that cannot be decoded violates nothing.
 func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer string) []FieldError {
+	return p.checker()(kind, spec, specPointer)
+}
+
+// checker returns CheckPolicies for p, its host patterns indexed once for
+// every resource it checks.
+func (p Policies) checker() func(kind Kind, spec json.RawMessage, specPointer string) []FieldError {
+	hosts := newHostSet(p.AllowedCallbackHosts)
+	return func(kind Kind, spec json.RawMessage, specPointer string) []FieldError {
+		return p.check(hosts, kind, spec, specPointer)
+	}
+}
+
+func (p Policies) check(hosts hostSet, kind Kind, spec json.RawMessage, specPointer string) []FieldError {
 	var out []FieldError
 	violation := func(field string, code Code, detail string) {
 		out = append(out, FieldError{Pointer: specPointer + field, Code: code, Detail: detail})
@@ -127,7 +176,7 @@ func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer stri
 				violation(field, PolicyRequireHTTPSCallbacks,
 					"The environment requires https callback URLs, without the localhost exception.")
 			}
-			if len(p.AllowedCallbackHosts) > 0 && (err != nil || !hostAllowed(u.Hostname(), p.AllowedCallbackHosts)) {
+			if len(p.AllowedCallbackHosts) > 0 && (err != nil || !hosts.allows(u.Hostname())) {
 				violation(field, PolicyAllowedCallbackHosts,
 					"The host of this callback URL is not one the environment allows.")
 			}

@@ -101,7 +101,7 @@ type socialSpec struct {
 
 type oidcSpec struct {
 	ClientID *string  `json:"client_id" validate:"required,min=1,max=256"`
-	Issuer   *string  `json:"issuer" validate:"required,max=2048,https_url"`
+	Issuer   *string  `json:"issuer" validate:"required,max=2048,https_url,public_host"`
 	Scopes   []string `json:"scopes" validate:"required,min=1,max=100,dive,min=1,max=128,scope_token"`
 }
 

@@ -75,6 +75,9 @@ func (st state) add(rows []configdb.Resource, canonicalize bool) {
 type postState struct {
 	cur   state
 	specs map[string]json.RawMessage // kind/key → planned spec; nil = deleted
+	// readable reports the kinds whose resources the answers may name
+	// (see referrerPhrases); nil: every kind.
+	readable func(Kind) bool
 }
 
 func (p *postState) spec(k Kind, key string) (json.RawMessage, bool) {

@@ -44,6 +44,7 @@ func newSpecValidator() *validator.Validate {
 		"scope_token":  isScopeToken,
 		"callback_url": isCallbackURL,
 		"visible":      isVisibleText,
+		"public_host":  isPublicHostURL,
 	}
 	for tag, ok := range custom {
 		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool {
@@ -214,6 +215,8 @@ func problemDetail(fe validator.FieldError) string {
 		return fmt.Sprintf("%s must be an absolute https URL with a host.", f)
 	case "abs_uri":
 		return fmt.Sprintf("%s must be an absolute URI.", f)
+	case "public_host":
+		return internalHostDetail
 	case "scope_token":
 		return fmt.Sprintf("%s must be printable ASCII without spaces, quotes or backslashes.", f)
 	case "callback_url":

@@ -79,8 +79,15 @@ func (l HTTPLimits) WithDefaults() HTTPLimits {
 // request by the handlers of New, which must be given the same limits.
 // ReadTimeout stays unset: one value cannot fit a 100-byte apply and a
 // 12 MiB plan.
+//
+// It also bounds the request headers (MaxRequestHeaderBytes; net/http reads
+// 4 KiB more, its buffer's slop, and checkFraming refuses what is over) and
+// lets the handlers see the connections of EdgeListener, which the server
+// must serve on.
 func (l HTTPLimits) Configure(srv *http.Server) {
 	l = l.WithDefaults()
+	srv.MaxHeaderBytes = MaxRequestHeaderBytes
+	srv.ConnContext = connContext
 	srv.ReadHeaderTimeout = l.ReadHeaderTimeout
 	srv.WriteTimeout = l.WriteTimeout
 	srv.IdleTimeout = l.IdleTimeout

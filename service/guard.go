@@ -97,7 +97,15 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		s.leaseLost("idempotency")()
 		s.d.Log.WarnContext(c, "idempotency lease lost while the request ran", "request_id", requestID(c))
 	}
-	if idempotency.Storable(r.status, string(r.code)) {
+	storable := idempotency.Storable(r.status, string(r.code))
+	if storable && len(r.body) > idempotency.MaxStoredBody {
+		// Too large to keep in Redis for a day (§23): the key is released
+		// and a retry runs again (an apply's retry is still answered from
+		// PostgreSQL as a replay; a plan creation's makes another plan).
+		storable = false
+		s.d.Log.InfoContext(c, "an idempotent answer is too large to store; a retry runs again", "request_id", requestID(c), "bytes", len(r.body))
+	}
+	if storable {
 		stored := idempotency.Response{Status: r.status, Header: map[string]string{}, Body: r.body}
 		for _, h := range []string{"Content-Type", "Location", "Idempotent-Replayed"} {
 			if v := r.header.Get(h); v != "" {

@@ -34,6 +34,7 @@ var codes = map[plans.Code]int{
 	plans.CodeConfigPlanExpired:       http.StatusGone,
 	plans.CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
 	plans.CodeConfigDocumentTooLarge:  http.StatusRequestEntityTooLarge,
+	plans.CodeRequestHeadersTooLarge:  http.StatusRequestHeaderFieldsTooLarge,
 	plans.CodeIdempotencyKeyMismatch:  http.StatusUnprocessableEntity,
 	plans.CodeValidationFailed:        http.StatusUnprocessableEntity,
 	plans.CodePolicyConflict:          http.StatusUnprocessableEntity,

@@ -76,7 +76,7 @@ func New(d Deps) *gin.Engine {
 	// Request-Id or Cache-Control, and would turn a POST into a 307.
 	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
-	r.Use(s.requestID, s.observe, s.recover, s.holdBody, s.refuseWhileDraining)
+	r.Use(s.requestID, s.observe, s.recover, s.checkFraming, s.holdBody, s.refuseWhileDraining)
 	r.NoRoute(func(c *gin.Context) {
 		noStoreV1(c)
 		if consolePath(c.Request.URL.Path) {
@@ -179,6 +179,7 @@ func (s *Server) write(c *gin.Context, r response) {
 	h := c.Writer.Header()
 	if bodyUnread(c) {
 		h.Set("Connection", "close")
+		s.closeEarly(c)
 	}
 	if r.code != "" {
 		c.Set(problemCodeKey, string(r.code))

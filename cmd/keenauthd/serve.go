@@ -296,7 +296,9 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 		log.Info("tracing: exporting spans over OTLP/HTTP")
 	}
 	log.Info("keenauthd listening", "addr", ln.Addr().String())
-	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
+	// The address, for the scripts and tests that start serve on port 0,
+	// as a JSON line too: every line keenauthd writes is one (§23).
+	_ = json.NewEncoder(stdout).Encode(map[string]string{"msg": "listening on", "addr": ln.Addr().String()})
 	return runServer(ctx, cfg, ln, running, &draining, newSweeper(svc, cfg, newSweepLock(rdb, "keenauthd:"), log), m.Handler(), log)
 }
 
@@ -328,7 +330,9 @@ func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hook
 // debug endpoints beside it, then drains: the part serve and dev share.
 func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflight, draining *atomic.Bool, sweep *sweeper,
 	metrics http.Handler, log *slog.Logger) error {
-	srv := &http.Server{Handler: running}
+	// net/http's own reports (an accept failing for want of file
+	// descriptors, a handler's misuse) are lines of the JSON log too.
+	srv := &http.Server{Handler: running, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	httpLimits(cfg).Configure(srv)
 
 	// Background work stops, and is waited for, before the pools close.
@@ -349,7 +353,7 @@ func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflig
 	}
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(service.EdgeListener(ln)) }()
 	select {
 	case err := <-errc:
 		return err

@@ -107,8 +107,9 @@ func startServe(t *testing.T, extra map[string]string) *server {
 	})
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
-		if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-			s.base = "http://" + addr
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening on" {
+			s.base = "http://" + l.Addr
 			go func() { _, _ = io.Copy(io.Discard, pr) }()
 			return s
 		}

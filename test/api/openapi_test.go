@@ -468,6 +468,7 @@ func TestOpenAPIDocumentsEveryErrorCodeAtItsStatus(t *testing.T) {
 		}
 	}
 	collect("405", o.Doc.Components.Responses["MethodNotAllowed"].Value)
+	collect("431", o.Doc.Components.Responses["RequestHeadersTooLarge"].Value)
 	for code, status := range server {
 		if !documented[status][code] {
 			t.Errorf("%s (%d) is not documented by any %d problem response", code, status, status)

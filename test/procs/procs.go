@@ -96,8 +96,9 @@ func Serve(t testing.TB, binary string, env []string) *Node {
 	var addr string
 	n.WaitFor(t, "keenauthd serve to print its address", func() bool {
 		for _, line := range strings.Split(n.Stdout(), "\n") {
-			if a, ok := strings.CutPrefix(line, "listening on "); ok {
-				addr = a
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening on" && l.Addr != "" {
+				addr = l.Addr
 				return true
 			}
 		}
@@ -109,6 +110,9 @@ func Serve(t testing.TB, binary string, env []string) *Node {
 	})
 	return n
 }
+
+// PID is the process's id.
+func (n *Node) PID() int { return n.cmd.Process.Pid }
 
 // Stdout returns what the process printed so far.
 func (n *Node) Stdout() string { return n.stdout.String() }
