@@ -66,7 +66,7 @@ func appendDiffOp(b []byte, op DiffOp) []byte {
 	}
 	if op.Op != "remove" {
 		b = append(b, `,"value":`...)
-		b = appendRaw(b, op.Value)
+		b = canonjson.AppendRaw(b, op.Value)
 	}
 	return append(b, '}')
 }

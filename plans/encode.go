@@ -221,7 +221,7 @@ func (c *Change) appendJSON(b []byte, record bool) []byte {
 	b = append(b, `,"base_version":`...)
 	b = appendIntPtr(b, c.BaseVersion)
 	b = append(b, `,"spec":`...)
-	b = appendRaw(b, c.Spec)
+	b = canonjson.AppendRaw(b, c.Spec)
 	b = append(b, `,"diff":`...)
 	b = appendDiff(b, c.Diff)
 	b = append(b, `,"requires_secret":`...)
@@ -379,13 +379,4 @@ func appendIntPtr(b []byte, n *int) []byte {
 		return append(b, "null"...)
 	}
 	return strconv.AppendInt(b, int64(*n), 10)
-}
-
-// appendRaw appends a JSON value held as bytes; none (nil or empty) is
-// null, as a nil json.RawMessage is written.
-func appendRaw(b, raw []byte) []byte {
-	if len(raw) == 0 {
-		return append(b, "null"...)
-	}
-	return append(b, raw...)
 }

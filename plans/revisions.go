@@ -241,9 +241,9 @@ func (r *RevisionDiffResource) appendJSON(b []byte) []byte {
 	b = append(b, `,"version_now":`...)
 	b = appendIntPtr(b, r.VersionNow)
 	b = append(b, `,"spec_before":`...)
-	b = appendRaw(b, r.SpecBefore)
+	b = canonjson.AppendRaw(b, r.SpecBefore)
 	b = append(b, `,"spec_now":`...)
-	b = appendRaw(b, r.SpecNow)
+	b = canonjson.AppendRaw(b, r.SpecNow)
 	b = append(b, `,"diff":`...)
 	if r.Diff == nil {
 		b = append(b, "null"...)
