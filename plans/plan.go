@@ -376,14 +376,6 @@ func (s *Service) readableTypeSets(ctx context.Context, a Actor) (sets []string,
 	return sets, all, nil
 }
 
-// QuoteShort quotes a value for a detail, cut to 40 characters.
-func QuoteShort(s string) string {
-	if len(s) > 40 {
-		s = s[:40] + "…"
-	}
-	return fmt.Sprintf("%q", s)
-}
-
 // key names the plan in the storage.
 func (p *Plan) key() configdb.PlanKey {
 	return configdb.PlanKey{EnvironmentID: p.EnvironmentID, ID: p.ID}
