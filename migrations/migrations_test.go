@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config/displayname"
 	"github.com/keenauth/configplans/migrations"
-	"github.com/keenauth/configplans/plans/displayname"
 	"github.com/keenauth/configplans/revisions"
 	"github.com/keenauth/configplans/test/testdb"
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/keenauth/configplans/config"
 	"time"
 )
 
@@ -116,6 +117,6 @@ func (s *Service) readFresh(ctx context.Context, read func() error) error {
 	}
 }
 
-func unavailableApply(detail string) *Error {
-	return &Error{Code: CodeServiceUnavailable, Detail: detail, Extra: map[string]any{"retry_after": 1}}
+func unavailableApply(detail string) *config.Error {
+	return &config.Error{Code: config.CodeServiceUnavailable, Detail: detail, Extra: map[string]any{"retry_after": 1}}
 }

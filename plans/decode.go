@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/config"
 )
 
 // decodeChangeRecords decodes a plan's stored changes as json.Unmarshal
@@ -224,7 +225,7 @@ func (d *recordDecoder) record(rc *changeRecord) bool {
 		case "kind":
 			s := string(c.Kind)
 			ok = seen(&mask, 1<<0) && d.stringInto(&s, internKind)
-			c.Kind = Kind(s)
+			c.Kind = config.Kind(s)
 		case "key":
 			ok = seen(&mask, 1<<1) && d.stringInto(&c.Key, nil)
 		case "action":
@@ -256,15 +257,15 @@ func (d *recordDecoder) record(rc *changeRecord) bool {
 	return ok
 }
 
-func (d *recordDecoder) diff(ops *[]DiffOp) bool {
+func (d *recordDecoder) diff(ops *[]config.DiffOp) bool {
 	if d.peek() == 'n' {
 		*ops = nil
 		return d.literal("null")
 	}
 	more, ok := d.arrayStart()
-	out := []DiffOp{}
+	out := []config.DiffOp{}
 	for ok && more {
-		out = append(out, DiffOp{})
+		out = append(out, config.DiffOp{})
 		if ok = d.diffOp(&out[len(out)-1]); ok {
 			more, ok = d.arrayNext()
 		}
@@ -273,7 +274,7 @@ func (d *recordDecoder) diff(ops *[]DiffOp) bool {
 	return ok
 }
 
-func (d *recordDecoder) diffOp(op *DiffOp) bool {
+func (d *recordDecoder) diffOp(op *config.DiffOp) bool {
 	if d.peek() == 'n' {
 		return d.literal("null")
 	}
@@ -312,8 +313,8 @@ func internKind(b []byte) (string, bool) {
 var kindNames = map[string]string{}
 
 func init() {
-	for _, k := range []Kind{KindAPI, KindConnection, KindRole, KindApplication, KindApplicationBranding, KindEnvironmentSettings,
-		KindIdentitySettings, KindAttackProtection, KindBranding} {
+	for _, k := range []config.Kind{config.KindAPI, config.KindConnection, config.KindRole, config.KindApplication, config.KindApplicationBranding, config.KindEnvironmentSettings,
+		config.KindIdentitySettings, config.KindAttackProtection, config.KindBranding} {
 		kindNames[string(k)] = string(k)
 	}
 }

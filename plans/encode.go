@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/config"
 )
 
 // The plan's JSON is written by hand: encoding/json validates and compacts
@@ -138,7 +139,7 @@ func (c *Change) sizeHint() int {
 	return 192 + len(c.Key) + len(c.Spec) + diffSizeHint(c.Diff)
 }
 
-func diffSizeHint(ops []DiffOp) int {
+func diffSizeHint(ops []config.DiffOp) int {
 	n := 0
 	for i := range ops {
 		n += 48 + len(ops[i].Path) + len(ops[i].Old) + len(ops[i].Value)
@@ -246,7 +247,7 @@ func (c *Change) appendJSON(b []byte, record bool) []byte {
 }
 
 // appendDiff appends the operations as DiffOp.MarshalJSON writes each.
-func appendDiff(b []byte, ops []DiffOp) []byte {
+func appendDiff(b []byte, ops []config.DiffOp) []byte {
 	if ops == nil {
 		return append(b, "null"...)
 	}
@@ -255,7 +256,7 @@ func appendDiff(b []byte, ops []DiffOp) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendDiffOp(b, ops[i])
+		b = config.AppendDiffOp(b, ops[i])
 	}
 	return append(b, ']')
 }
@@ -339,7 +340,7 @@ func (t Time) appendJSON(b []byte) []byte {
 	return append(b, '"')
 }
 
-func appendKinds(b []byte, ks []Kind) []byte {
+func appendKinds(b []byte, ks []config.Kind) []byte {
 	if ks == nil {
 		return append(b, "null"...)
 	}

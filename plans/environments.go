@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -15,15 +16,15 @@ type Environment = configdb.Environment
 func (s *Service) CreateEnvironment(ctx context.Context, name string) (Environment, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 128 {
-		return Environment{}, Errorf(CodeValidationFailed, "the environment name must have 1 to 128 characters")
+		return Environment{}, config.Errorf(config.CodeValidationFailed, "the environment name must have 1 to 128 characters")
 	}
-	env := Environment{ID: NewID(PrefixEnvironment), Name: name}
+	env := Environment{ID: config.NewID(config.PrefixEnvironment), Name: name}
 	var singletons []configdb.Resource
-	for kind, spec := range DefaultSingletons(name) {
-		singletons = append(singletons, configdb.Resource{Kind: string(kind), Key: SingletonKey, Version: 1, Spec: configdb.JSON(spec)})
+	for kind, spec := range config.DefaultSingletons(name) {
+		singletons = append(singletons, configdb.Resource{Kind: string(kind), Key: config.SingletonKey, Version: 1, Spec: configdb.JSON(spec)})
 	}
-	kinds := make([]string, len(Kinds))
-	for i, k := range Kinds {
+	kinds := make([]string, len(config.Kinds))
+	for i, k := range config.Kinds {
 		kinds[i] = string(k.Kind)
 	}
 	err := s.db.Write(ctx, func(tx *configdb.Tx) error {
@@ -46,7 +47,7 @@ func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
 		return err
 	}
 	if !ok {
-		return &Error{Code: CodeNotFound, Detail: "no such environment"}
+		return &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 )
@@ -37,7 +38,7 @@ type Federation = federation.Client
 // slow writes add up past the lease.
 func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, token string, out *applied) error {
 	ctx = context.WithoutCancel(ctx)
-	var rejected []FieldError
+	var rejected []config.FieldError
 	var unavailable error
 	for i, c := range p.Changes {
 		if !c.WritesMaterial {
@@ -87,11 +88,11 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			return recordEvent(ctx, tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID})
 		})
 	}
-	var answer *Error
+	var answer *config.Error
 	if len(rejected) > 0 {
-		answer = Problems(CodeValidationFailed, rejected)
+		answer = config.Problems(config.CodeValidationFailed, rejected)
 	} else {
-		answer = &Error{Code: CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
+		answer = &config.Error{Code: config.CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
 			Extra: map[string]any{"retry_after": 5}}
 	}
 	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
@@ -108,20 +109,20 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 
 // rejectedMaterial locates the problems of material the federation service
 // refused for change i where the request or the plan holds the value.
-func rejectedMaterial(i int, c Change, rej *federation.RejectedError) []FieldError {
-	var out []FieldError
+func rejectedMaterial(i int, c Change, rej *federation.RejectedError) []config.FieldError {
+	var out []config.FieldError
 	for _, fe := range rej.Errors {
 		ptr := fmt.Sprintf("/changes/%d/spec/oidc", i) + fe.Pointer
 		switch fe.Pointer {
 		case "/redirect_uri":
 			ptr = "/sp_host"
 		case "/client_secret":
-			ptr = Pointer("resolved_secrets", c.SecretRef)
+			ptr = config.Pointer("resolved_secrets", c.SecretRef)
 		}
-		out = append(out, FieldError{Pointer: ptr, Code: Code(fe.Code), Detail: "the federation service refused the OIDC material"})
+		out = append(out, config.FieldError{Pointer: ptr, Code: config.Code(fe.Code), Detail: "the federation service refused the OIDC material"})
 	}
 	if len(rej.Errors) == 0 {
-		out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: CodeRejected, Detail: "the federation service refused the OIDC material"})
+		out = append(out, config.FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: config.CodeRejected, Detail: "the federation service refused the OIDC material"})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -23,11 +24,11 @@ type Policies struct {
 
 // Policy names, also the problem codes of violations.
 const (
-	PolicyRequireHTTPSCallbacks   Code = "require_https_callbacks"
-	PolicyAllowedCallbackHosts    Code = "allowed_callback_hosts"
-	PolicyMinPasswordLength       Code = "min_password_length"
-	PolicyForbidSocialConnections Code = "forbid_social_connections"
-	PolicyMFARequired             Code = "mfa_required"
+	PolicyRequireHTTPSCallbacks   config.Code = "require_https_callbacks"
+	PolicyAllowedCallbackHosts    config.Code = "allowed_callback_hosts"
+	PolicyMinPasswordLength       config.Code = "min_password_length"
+	PolicyForbidSocialConnections config.Code = "forbid_social_connections"
+	PolicyMFARequired             config.Code = "mfa_required"
 )
 
 // defaultMinPasswordLength is the platform's minimum password length, which a
@@ -46,15 +47,15 @@ var hostPatternPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-
 // host pattern) is a problem. Absent and null members keep their zero value:
 // the PUT replaces the whole policy set. Host patterns are lower-cased, and
 // allowed_callback_hosts is never nil.
-func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
+func DecodePolicies(raw []byte) (Policies, []config.FieldError, error) {
 	var p Policies
-	if err := decodeObject(raw, &p); err != nil {
+	if err := config.DecodeObject(raw, &p); err != nil {
 		return Policies{}, nil, err
 	}
 
-	var problems []FieldError
+	var problems []config.FieldError
 	if n := p.MinPasswordLength; n != nil && (*n < 8 || *n > 128) {
-		problems = append(problems, FieldError{Pointer: "/min_password_length", Code: CodeOutOfRange,
+		problems = append(problems, config.FieldError{Pointer: "/min_password_length", Code: config.CodeOutOfRange,
 			Detail: "min_password_length must be between 8 and 128."})
 	}
 	if p.AllowedCallbackHosts == nil {
@@ -64,12 +65,12 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 		h = strings.ToLower(h)
 		p.AllowedCallbackHosts[i] = h
 		if len(h) > 253 || !hostPatternPattern.MatchString(h) {
-			problems = append(problems, FieldError{Pointer: fmt.Sprintf("/allowed_callback_hosts/%d", i), Code: CodeInvalid,
+			problems = append(problems, config.FieldError{Pointer: fmt.Sprintf("/allowed_callback_hosts/%d", i), Code: config.CodeInvalid,
 				Detail: "A host pattern must be a host name such as portal.shop.example, or *. followed by one."})
 		}
 	}
-	problems = append(problems, duplicateProblems("/allowed_callback_hosts", "", len(p.AllowedCallbackHosts),
-		stringsKey(p.AllowedCallbackHosts))...)
+	problems = append(problems, config.DuplicateProblems("/allowed_callback_hosts", "", len(p.AllowedCallbackHosts),
+		config.StringsKey(p.AllowedCallbackHosts))...)
 	return p, problems, nil
 }
 
@@ -109,14 +110,14 @@ func hostAllowed(host string, patterns []string) bool {
 //   - mfa_required: at identity_settings /mfa.
 //
 // spec is a canonical spec; a spec that cannot be decoded violates nothing.
-func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer string) []FieldError {
-	var out []FieldError
-	violation := func(field string, code Code, detail string) {
-		out = append(out, FieldError{Pointer: specPointer + field, Code: code, Detail: detail})
+func CheckPolicies(p Policies, kind config.Kind, spec json.RawMessage, specPointer string) []config.FieldError {
+	var out []config.FieldError
+	violation := func(field string, code config.Code, detail string) {
+		out = append(out, config.FieldError{Pointer: specPointer + field, Code: code, Detail: detail})
 	}
 	switch kind {
-	case KindApplication:
-		var s applicationSpec
+	case config.KindApplication:
+		var s config.ApplicationSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
@@ -132,8 +133,8 @@ func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer stri
 					"The host of this callback URL is not one the environment allows.")
 			}
 		}
-	case KindIdentitySettings:
-		var s identitySettingsSpec
+	case config.KindIdentitySettings:
+		var s config.IdentitySettingsSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
@@ -142,15 +143,15 @@ func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer stri
 			violation("/password_policy/min_length", PolicyMinPasswordLength,
 				fmt.Sprintf("The environment requires passwords of at least %d characters.", *m))
 		}
-		if p.MFARequired && deref(s.MFA) != "required" {
+		if p.MFARequired && config.Deref(s.MFA) != "required" {
 			violation("/mfa", PolicyMFARequired, `The environment requires mfa to be "required".`)
 		}
-	case KindConnection:
-		var s connectionSpec
+	case config.KindConnection:
+		var s config.ConnectionSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
-		if m := p.MinPasswordLength; m != nil && deref(s.Type) == ConnectionDatabase && s.Database != nil {
+		if m := p.MinPasswordLength; m != nil && config.Deref(s.Type) == config.ConnectionDatabase && s.Database != nil {
 			minLen := defaultMinPasswordLength
 			if s.Database.MinPasswordLength != nil {
 				minLen = *s.Database.MinPasswordLength
@@ -160,7 +161,7 @@ func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer stri
 					fmt.Sprintf("The environment requires passwords of at least %d characters.", *m))
 			}
 		}
-		if p.ForbidSocialConnections && deref(s.Type) == ConnectionSocial && deref(s.Active) {
+		if p.ForbidSocialConnections && config.Deref(s.Type) == config.ConnectionSocial && config.Deref(s.Active) {
 			violation("/active", PolicyForbidSocialConnections,
 				"The environment forbids active social connections.")
 		}
@@ -170,20 +171,20 @@ func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer stri
 
 // PutPolicies replaces the policies of an environment.
 func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (Policies, error) {
-	if !ValidID(PrefixEnvironment, envID) {
-		return Policies{}, &Error{Code: CodeNotFound, Detail: "no such environment"}
+	if !config.ValidID(config.PrefixEnvironment, envID) {
+		return Policies{}, &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
 	}
 	p, problems, err := DecodePolicies(body)
 	if err != nil {
 		return Policies{}, err
 	}
 	if len(problems) > 0 {
-		return Policies{}, Problems(CodeValidationFailed, problems)
+		return Policies{}, config.Problems(config.CodeValidationFailed, problems)
 	}
 	if err := s.requireEnvironment(ctx, envID); err != nil {
 		return Policies{}, err
 	}
-	err = s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.PutPolicies(ctx, envID, mustJSON(p)) })
+	err = s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.PutPolicies(ctx, envID, config.MustJSON(p)) })
 	if err != nil {
 		return Policies{}, fmt.Errorf("policies: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/service"
 	"github.com/keenauth/configplans/test/testdb"
@@ -45,7 +46,7 @@ func startBodyServer(t *testing.T, limits service.HTTPLimits, bodies *service.Bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := svc.CreateKey(ctx, env.ID, plans.AllPermissions())
+	key, err := svc.CreateKey(ctx, env.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	confmodel "github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/metrics"
@@ -111,7 +112,7 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
-	key, err := svc.CreateKey(ctx, env.ID, plans.AllPermissions())
+	key, err := svc.CreateKey(ctx, env.ID, confmodel.AllPermissions())
 	if err != nil {
 		return fmt.Errorf("dev: create a key: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	confmodel "github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/metrics"
@@ -140,7 +141,7 @@ func keyCreate(ctx context.Context, cfg config, args []string, stdout io.Writer)
 	}
 	var list []string
 	if *perms == "all" {
-		list = plans.AllPermissions()
+		list = confmodel.AllPermissions()
 	} else {
 		for _, p := range strings.Split(*perms, ",") {
 			if p = strings.TrimSpace(p); p != "" {

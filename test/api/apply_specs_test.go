@@ -10,9 +10,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config/displayname"
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans"
-	"github.com/keenauth/configplans/plans/displayname"
 	"github.com/keenauth/configplans/test/apitest"
 )
 

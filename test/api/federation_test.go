@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/service"
@@ -106,7 +107,7 @@ func TestApplyWritesOIDCMaterialAfterTheCommit(t *testing.T) {
 	}
 	applied := e.Apply(p["id"].(string), applyBody("acme-sso", secSecret))
 	conID := secConnID(t, e, "acme-sso")
-	if !strings.HasPrefix(conID, "con_") || !plans.ValidID(plans.PrefixConnection, conID) {
+	if !strings.HasPrefix(conID, "con_") || !config.ValidID(config.PrefixConnection, conID) {
 		t.Fatalf("connection id = %q", conID)
 	}
 	if applied["status"] != "applied" || applied["revision_id"] == nil || applied["applied_at"] == nil {
@@ -658,7 +659,7 @@ func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.RequestID = plans.NewID(plans.PrefixRequest)
+	a.RequestID = config.NewID(config.PrefixRequest)
 	req, err := service.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + plans.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
 	if err != nil {
 		t.Fatal(err)

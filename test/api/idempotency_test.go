@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -546,7 +547,7 @@ func TestIdempotencyKeyNotStoredAfter503RunsWhenCapacityIsBack(t *testing.T) {
 func TestIdempotencyKeyScopedByAPIKey(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	other := e.Key(plans.AllPermissions()...)
+	other := e.Key(config.AllPermissions()...)
 	mine := idemPost(e, "/v1/config-plans", idemPlanBody("orders"), "shared")
 	idemFresh(t, mine, http.StatusCreated)
 	theirs := idemPostAs(e, other, "/v1/config-plans", idemPlanBody("orders"), "shared")
@@ -569,7 +570,7 @@ func TestIdempotentApplyReplayedFromPostgresWhenRedisLostTheRecord(t *testing.T)
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
 	e.RequireRedis() // deletes Redis records
-	other := e.Key(plans.AllPermissions()...)
+	other := e.Key(config.AllPermissions()...)
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 	first := idemPost(e, idemApplyPath(id), map[string]any{}, "pg-1")
 	idemFresh(t, first, http.StatusOK)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -175,7 +175,7 @@ func TestInflightLimit429WhileAnApplyRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := e.Plans.CreateKey(ctx, other.ID, plans.AllPermissions())
+	key, err := e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestFleetCapacity503WhileAnApplyRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := e.Plans.CreateKey(ctx, other.ID, plans.AllPermissions())
+	key, err := e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -48,7 +49,7 @@ func secApply(e *apitest.Env, planID string, body any) *apitest.Response {
 func secProblems(t *testing.T, r *apitest.Response) []string {
 	t.Helper()
 	var p struct {
-		Errors []plans.FieldError `json:"errors"`
+		Errors []config.FieldError `json:"errors"`
 	}
 	r.Decode(t, &p)
 	out := make([]string, len(p.Errors))

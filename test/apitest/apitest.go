@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/metrics"
 	"github.com/keenauth/configplans/plans"
@@ -238,7 +239,7 @@ func Setup(t testing.TB, opt Options) *Env {
 		t.Fatalf("create environment: %v", err)
 	}
 	e.EnvID = env.ID
-	e.Secret = e.Key(plans.AllPermissions()...)
+	e.Secret = e.Key(config.AllPermissions()...)
 	return e
 }
 

@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"crypto/rand"
@@ -51,7 +51,7 @@ func ValidID(prefix, s string) bool {
 }
 
 // randomBase32 returns n random lowercase Crockford base32 characters.
-func randomBase32(n int) string {
+func RandomBase32(n int) string {
 	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {

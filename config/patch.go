@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"encoding/json"
@@ -52,7 +52,7 @@ func Revert(after json.RawMessage, ops []DiffOp) (before json.RawMessage, ok boo
 	if doc == nil {
 		return nil, true
 	}
-	return canonicalJSON(doc), true
+	return CanonicalJSON(doc), true
 }
 
 // splitPointer splits an RFC 6901 pointer into its unescaped tokens; ""

@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
-	"github.com/keenauth/configplans/plans/displayname"
+	"github.com/keenauth/configplans/config/displayname"
 )
 
 // keyPattern is the form of a resource key.
@@ -251,7 +251,7 @@ func duplicates(n int, key func(i int) (string, bool)) []int {
 
 // duplicateProblems reports every repeated item of a list at
 // listPointer/<index>[/member].
-func duplicateProblems(listPointer, member string, n int, key func(i int) (string, bool)) []FieldError {
+func DuplicateProblems(listPointer, member string, n int, key func(i int) (string, bool)) []FieldError {
 	var out []FieldError
 	for _, i := range duplicates(n, key) {
 		ptr := fmt.Sprintf("%s/%d", listPointer, i)
@@ -266,6 +266,6 @@ func duplicateProblems(listPointer, member string, n int, key func(i int) (strin
 	return out
 }
 
-func stringsKey(list []string) func(int) (string, bool) {
+func StringsKey(list []string) func(int) (string, bool) {
 	return func(i int) (string, bool) { return list[i], true }
 }

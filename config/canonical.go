@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 // json.Marshal would write them as \u003c, \u003e and \u0026, and a spec
 // stored in that form would no longer be byte-equal to the same spec
 // planned again.
-func mustJSON(v any) []byte {
-	b, err := marshal(v)
+func MustJSON(v any) []byte {
+	b, err := Marshal(v)
 	if err != nil {
 		panic(err)
 	}
@@ -21,7 +21,7 @@ func mustJSON(v any) []byte {
 }
 
 // marshal is json.Marshal without HTML escaping.
-func marshal(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -34,7 +34,7 @@ func marshal(v any) ([]byte, error) {
 // canonical re-encodes a JSON value with sorted object keys and no spacing,
 // so equal values compare equal byte for byte: by one scan (canonjson), and
 // by a decode and an encode for what the scan leaves to encoding/json.
-func canonical(raw []byte) json.RawMessage {
+func Canonical(raw []byte) json.RawMessage {
 	if raw == nil {
 		return nil
 	}
@@ -53,6 +53,6 @@ func canonical(raw []byte) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, _ := marshal(v)
+	b, _ := Marshal(v)
 	return b
 }

@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func DecodeVersions(raw json.RawMessage, base string) ([]ExpectedVersion, []Fiel
 	}
 	var out []ExpectedVersion
 	for _, name := range obj.keys {
-		ptr := base + "/" + escapeToken(name)
+		ptr := base + "/" + EscapeToken(name)
 		kind, key, ok := parseResourceName(name)
 		if !ok {
 			bad = append(bad, FieldError{Pointer: ptr, Code: CodeMalformedRequest,
