@@ -1,5 +1,3 @@
-// Package plans is the configuration domain: the document and its resource
-// types, validation, diffing, planning and applying config plans.
 package config
 
 // Kind names a resource type of the configuration.
