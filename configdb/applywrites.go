@@ -65,6 +65,9 @@ type PlanSpecs struct {
 // that finds its resource no longer at its version asks for the
 // transaction to run again.
 func (tx *Tx) WriteResources(ctx context.Context, envID string, w ResourceWrites) error {
+	if err := tx.beforeApplyWrite(); err != nil {
+		return err
+	}
 	if tx.sqlite {
 		return tx.writeResourcesEach(ctx, envID, w)
 	}
@@ -350,6 +353,9 @@ type ApplyRecord struct {
 // longer claimable: the caller rolls back. pruned is how many revisions
 // were pruned.
 func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded bool, pruned int, err error) {
+	if err := tx.beforeApplyWrite(); err != nil {
+		return false, 0, err
+	}
 	if tx.sqlite {
 		if err := tx.writeResourcesEach(ctx, r.EnvironmentID, r.Writes); err != nil {
 			return false, 0, err

@@ -11,6 +11,7 @@ import (
 	"github.com/keenauth/configplans/canonjson"
 	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/revisions"
 )
 
@@ -72,14 +73,9 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	st.cur.dropSpecs()
 	out := &applied{connIDs: map[string]string{}, material: slices.ContainsFunc(p.Changes, func(c Change) bool { return c.WritesMaterial })}
 	// Row 19: OIDC material needs the federation service.
-	if out.material && s.hooks.Federation == nil {
+	if out.material && !federation.Configured(s.fed) {
 		return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "no federation service is configured for OIDC material; nothing was written",
 			Extra: map[string]any{"retry_after": 60}}
-	}
-	if s.hooks.BeforeApplyWrite != nil {
-		if err := s.hooks.BeforeApplyWrite(tx.Gorm()); err != nil {
-			return nil, err
-		}
 	}
 	writes, kinds := resourceWrites(a, p, st.cur, out)
 	if h.validateOnly() {

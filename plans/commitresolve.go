@@ -106,7 +106,7 @@ func (s *Service) resolveClaimCommit(ctx context.Context, p *Plan, token string,
 func (s *Service) readFresh(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := read()
-		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || attempt >= s.cfg.MaxTxAttempts {
+		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || attempt >= s.db.MaxTxAttempts() {
 			return err
 		}
 		select {

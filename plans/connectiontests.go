@@ -55,10 +55,10 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 	if material[r.ResourceID] != hash {
 		return nil, &config.Error{Code: config.CodeConnectionNotTestable, Detail: "the federation service has not confirmed this connection's OIDC material yet"}
 	}
-	if s.hooks.Federation == nil {
+	if !federation.Configured(s.fed) {
 		return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "no federation service is configured", Extra: map[string]any{"retry_after": 60}}
 	}
-	ok, reason, err := s.hooks.Federation.TestOIDC(ctx, a.EnvironmentID, r.ResourceID)
+	ok, reason, err := s.fed.TestOIDC(ctx, a.EnvironmentID, r.ResourceID)
 	switch {
 	case errors.Is(err, federation.ErrNotFound):
 		return nil, &config.Error{Code: config.CodeConnectionNotTestable, Detail: "the federation service holds no OIDC material for this connection"}

@@ -11,9 +11,6 @@ import (
 	"github.com/keenauth/configplans/federation"
 )
 
-// Federation is the federation service that holds OIDC material (§8).
-type Federation = federation.Client
-
 // writeMaterial is the second phase of an apply with OIDC material: once the
 // connection records are committed, each change's material and client secret
 // go to the federation service. If every write is confirmed the plan becomes
@@ -58,7 +55,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		conID := out.connIDs[c.Key]
 		material := federation.Material{Issuer: m.Issuer, ClientID: m.ClientID, Scopes: m.Scopes,
 			RedirectURI: "https://" + *req.SPHost + "/sso/" + conID + "/callback"}
-		err := s.hooks.Federation.PutOIDC(ctx, a.EnvironmentID, conID, material, req.Secret(c.SecretRef))
+		err := s.fed.PutOIDC(ctx, a.EnvironmentID, conID, material, req.Secret(c.SecretRef))
 		var rej *federation.RejectedError
 		switch {
 		case err == nil:

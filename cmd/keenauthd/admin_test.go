@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	confmodel "github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/testdb"
 )
@@ -56,7 +58,7 @@ func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
 	// time (test/e2e shows how replicas learn of a revocation).
 	pc := plans.DefaultConfig()
 	pc.AuthCacheTTL = 0
-	svc := plans.NewService(db.DB, pc, nil, nil, plans.Hooks{})
+	svc := plans.NewService(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, pc, nil, plans.Hooks{})
 	a, err := svc.Authenticate(context.Background(), key.Secret)
 	if err != nil || a.EnvironmentID != env.ID || !a.Can([]string{"config:read", "connections:read"}) || a.Can([]string{"config:write"}) {
 		t.Fatalf("the new key authenticates as %+v, %v", a, err)

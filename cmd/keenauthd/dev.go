@@ -92,8 +92,8 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		secret = []byte(rand.Text())
 	}
 	var draining atomic.Bool
-	w := service.Wire(service.Backend{DB: db},
-		settings(cfg, log, m, m.Plans(plans.Hooks{Federation: federation.NewInProcess()}), secret, &draining))
+	b := service.Backend{DB: configdb.New(db, nil, m.Storage(configdb.Options{})), Federation: m.Federation(federation.NewInProcess())}
+	w := service.Wire(b, settings(cfg, log, m, m.Plans(plans.Hooks{}), secret, &draining))
 	svc := w.Plans
 	// The in-process federation service starts empty: the material an
 	// earlier start confirmed is gone with it, so the planner must plan it

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -1123,9 +1124,7 @@ func TestApplyKeepsNothingWhenTheLastWriteFails(t *testing.T) {
 func TestApply503WhenSerializationFailuresPersist(t *testing.T) {
 	t.Parallel()
 	var retries atomic.Int32
-	cfg := plans.DefaultConfig()
-	cfg.MaxTxAttempts = 3
-	k := newApplyEnv(t, apitest.Options{Plans: cfg, Hooks: plans.Hooks{OnTxRetry: func() { retries.Add(1) }}})
+	k := newApplyEnv(t, apitest.Options{DB: configdb.Options{MaxTxAttempts: 3, OnTxRetry: func() { retries.Add(1) }}})
 	k.e.RequirePostgres() // SQLite cannot be made to fail to serialize on demand
 	k.seed()
 	id := k.planID(envSettings("Renamed"), false)

@@ -97,7 +97,7 @@ func TestApplyWritesOIDCMaterialAfterTheCommit(t *testing.T) {
 	fed := fakefederation.New("observed-token")
 	t.Cleanup(fed.Close)
 	obs := &observedFederation{Client: federation.NewHTTPClient(federation.HTTPConfig{BaseURL: fed.URL(), Token: "observed-token"})}
-	e := apitest.Setup(t, apitest.Options{NoFederation: true, Hooks: plans.Hooks{Federation: obs}})
+	e := apitest.Setup(t, apitest.Options{Federation: obs})
 	obs.db = e.GormDB()
 
 	p := e.Plan(connDoc(map[string]any{"acme-sso": oidcConn("ACME", false, "abc"), "db": dbConn("DB")}), false)
@@ -416,7 +416,7 @@ func TestFederationTokenRefused503(t *testing.T) {
 	fed := fakefederation.New("the-right-token")
 	t.Cleanup(fed.Close)
 	sw := &switchedFederation{c: federation.NewHTTPClient(federation.HTTPConfig{BaseURL: fed.URL(), Token: "the-right-token"})}
-	e := apitest.Setup(t, apitest.Options{NoFederation: true, Hooks: plans.Hooks{Federation: sw}})
+	e := apitest.Setup(t, apitest.Options{Federation: sw})
 	e.Apply(e.Plan(connDoc(map[string]any{"acme-sso": oidcConn("ACME", false, "abc")}), false)["id"].(string), applyBody("acme-sso", secSecret))
 	const logLine = `"level":"ERROR","msg":"federation service refused our token; check KEENAUTHD_FEDERATION_TOKEN"`
 	if strings.Contains(e.Logs.String(), logLine) {

@@ -20,7 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/keenauth/configplans/config"
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/service"
 	"github.com/keenauth/configplans/test/apitest"
@@ -392,7 +392,7 @@ func TestMalformedRequestIDAndTraceparentAreNotKept(t *testing.T) {
 func TestUnknownErrorIsLoggedWithItsCauses(t *testing.T) {
 	t.Parallel()
 	root := errors.New("disk on fire")
-	e := apitest.Setup(t, apitest.Options{Hooks: plans.Hooks{BeforeApplyWrite: func(*gorm.DB) error {
+	e := apitest.Setup(t, apitest.Options{DB: configdb.Options{BeforeApplyWrite: func(*gorm.DB) error {
 		return fmt.Errorf("write resources: %w", root)
 	}}})
 	p := e.Plan(obsSettings("Shop 2"), false)
