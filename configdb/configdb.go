@@ -136,6 +136,18 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 	}
 }
 
+// InTxV is InTx for a unit of work that answers a value: the value of its
+// last run, with InTx's error.
+func InTxV[T any](ctx context.Context, d *DB, iso sql.IsolationLevel, fn func(tx *Tx) (T, error)) (T, error) {
+	var out T
+	err := d.InTx(ctx, iso, func(tx *Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
+
 // again decides, after the attempt-th run of a unit of work failed with
 // err (nil: it succeeded), whether to run it again, after a short backoff:
 // on serialization failures and deadlocks, and on a lost connection that

@@ -243,23 +243,15 @@ func (s *Service) releaseOnPanic(ctx context.Context, a Actor, p *Plan, h hold) 
 func (s *Service) runApplyTx(ctx context.Context, a Actor, p *Plan, opt ApplyOptions, h hold) (out *applied, known bool, err error) {
 	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
 	defer cancel()
-	run := s.applyRun(applyCtx, a, p, opt, h)
+	run := func() (*applied, error) {
+		return configdb.InTxV(applyCtx, s.db, sql.LevelRepeatableRead, func(tx *configdb.Tx) (*applied, error) {
+			return s.applyTx(applyCtx, tx, a, p, opt, h)
+		})
+	}
 	if out, err = run(); errors.Is(err, ErrCommitUnknown) {
 		return s.resolveApplyCommit(ctx, p, h.token, out, err, run)
 	}
 	return out, true, err
-}
-
-// applyRun is one run of the apply's transaction holding the plan by h.
-func (s *Service) applyRun(ctx context.Context, a Actor, p *Plan, opt ApplyOptions, h hold) func() (*applied, error) {
-	return func() (out *applied, err error) {
-		err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-			var err error
-			out, err = s.applyTx(ctx, tx, a, p, opt, h)
-			return err
-		})
-		return out, err
-	}
 }
 
 // claimThenApply claims the plan, runs the apply's transaction and, for a
@@ -357,12 +349,12 @@ func (s *Service) checkApplicable(ctx context.Context, a Actor, p *Plan, validat
 	case StatusPlanned:
 		return nil
 	case StatusExpired:
-		if !validateOnly && p.storedStatus != StatusExpired {
+		if !validateOnly && Status(p.storedStatus) != StatusExpired {
 			s.markExpired(ctx, a, p)
 		}
 		return &config.Error{Code: config.CodeConfigPlanExpired, Detail: "the plan's validity is over; create a new plan"}
 	default:
-		return &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan is " + p.Status + " and cannot be applied",
+		return &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan is " + string(p.Status) + " and cannot be applied",
 			Extra: map[string]any{"plan_status": p.Status}}
 	}
 }

@@ -40,7 +40,7 @@ func applyFixture(resources []*configdb.Resource, changes ...Change) *applyState
 	return &applyState{plan: p, cur: cur, post: post, gens: map[config.Kind]int64{}, tests: map[string]configdb.ConnectionTest{}}
 }
 
-func change(action string, kind config.Kind, key, spec string) Change {
+func change(action Action, kind config.Kind, key, spec string) Change {
 	c := Change{Kind: kind, Key: key, Action: action}
 	if spec != "" {
 		c.Spec = config.Canonical([]byte(spec))

@@ -196,7 +196,7 @@ func buildRevision(p *Plan, cur state) (*revision, error) {
 	var resources []revisions.Resource
 	for _, c := range p.Changes {
 		r := cur.get(c.Kind, c.Key)
-		rr := revisions.Resource{Kind: string(c.Kind), Key: c.Key, Action: c.Action}
+		rr := revisions.Resource{Kind: string(c.Kind), Key: c.Key, Action: string(c.Action)}
 		if r != nil {
 			v := r.Version
 			rr.VersionBefore, rr.SpecBefore, rr.ResourceIDBefore = &v, json.RawMessage(r.Spec), r.ResourceID
@@ -298,8 +298,7 @@ func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Co
 				v++
 			}
 		}
-		typ := map[string]string{ActionCreate: "created", ActionUpdate: "updated", ActionDelete: "deleted"}[c.Action]
-		logs = append(logs, configdb.LogRow{EnvironmentID: a.EnvironmentID, ID: config.NewID(config.PrefixLog), Type: string(c.Kind) + "." + typ, CreatedAt: tx.Now,
+		logs = append(logs, configdb.LogRow{EnvironmentID: a.EnvironmentID, ID: config.NewID(config.PrefixLog), Type: string(c.Kind) + "." + c.Action.LogVerb(), CreatedAt: tx.Now,
 			APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID,
 			Data: changeLogData(c.Kind, c.Key, v)})
 	}

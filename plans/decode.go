@@ -229,7 +229,7 @@ func (d *recordDecoder) record(rc *changeRecord) bool {
 		case "key":
 			ok = seen(&mask, 1<<1) && d.stringInto(&c.Key, nil)
 		case "action":
-			ok = seen(&mask, 1<<2) && d.stringInto(&c.Action, internAction)
+			ok = seen(&mask, 1<<2) && d.stringInto((*string)(&c.Action), internAction)
 		case "base_version":
 			ok = seen(&mask, 1<<3) && d.intPtr(&c.BaseVersion)
 		case "spec":
@@ -320,15 +320,10 @@ func init() {
 }
 
 func internAction(b []byte) (string, bool) {
-	switch string(b) {
-	case ActionCreate:
-		return ActionCreate, true
-	case ActionUpdate:
-		return ActionUpdate, true
-	case ActionDelete:
-		return ActionDelete, true
-	case ActionNoOp:
-		return ActionNoOp, true
+	for _, a := range [...]Action{ActionCreate, ActionUpdate, ActionDelete, ActionNoOp} {
+		if string(b) == string(a) {
+			return string(a), true
+		}
 	}
 	return "", false
 }

@@ -127,7 +127,7 @@ func genKinds(rng *rand.Rand, extra []string) []config.Kind {
 // genPlan is a random plan: every member set or not, nil and empty slices,
 // specs and strings that need escaping; extra are strings to use too.
 func genPlan(rng *rand.Rand, extra []string) *Plan {
-	p := &Plan{ID: genString(rng, extra), Object: "config_plan", EnvironmentID: genString(rng, extra), Status: genString(rng, extra),
+	p := &Plan{ID: genString(rng, extra), Object: "config_plan", EnvironmentID: genString(rng, extra), Status: Status(genString(rng, extra)),
 		Prune: rng.IntN(2) == 0, Types: genKinds(rng, extra), ReferencingTypes: genKinds(rng, extra), RequiresSPHost: rng.IntN(2) == 0,
 		Summary:   Summary{Create: rng.IntN(1000), Update: rng.IntN(10), Delete: rng.IntN(3), NoOp: rng.IntN(5)},
 		CreatedAt: genTime(rng), ExpiresAt: genTime(rng), RevisionID: genStringPtr(rng, extra), CreatedBy: genString(rng, extra),

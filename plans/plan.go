@@ -12,30 +12,55 @@ import (
 	"github.com/keenauth/configplans/configdb"
 )
 
+// Status is the status of a plan.
+type Status string
+
 // Plan statuses.
 const (
-	StatusPlanned    = "planned"
-	StatusApplying   = "applying"
-	StatusApplied    = "applied"
-	StatusConflicted = "conflicted"
-	StatusExpired    = "expired"
+	StatusPlanned    Status = "planned"
+	StatusApplying   Status = "applying"
+	StatusApplied    Status = "applied"
+	StatusConflicted Status = "conflicted"
+	StatusExpired    Status = "expired"
 	// StatusPreview is the status of a plan previewed, never stored (§14).
-	StatusPreview = "preview"
+	StatusPreview Status = "preview"
 )
+
+// Action is what a change does to its resource.
+type Action string
 
 // Change actions.
 const (
-	ActionCreate = "create"
-	ActionUpdate = "update"
-	ActionDelete = "delete"
-	ActionNoOp   = "no_op"
+	ActionCreate Action = "create"
+	ActionUpdate Action = "update"
+	ActionDelete Action = "delete"
+	ActionNoOp   Action = "no_op"
 )
+
+// LogVerb is the verb of the management log's entry of a change,
+// "<kind>.<verb>": created, updated or deleted ("" for a no_op, which
+// writes no entry).
+func (a Action) LogVerb() string {
+	switch a {
+	case ActionCreate:
+		return "created"
+	case ActionUpdate:
+		return "updated"
+	case ActionDelete:
+		return "deleted"
+	}
+	return ""
+}
+
+// Writes reports whether the change writes its resource (every action but
+// no_op).
+func (a Action) Writes() bool { return a != ActionNoOp }
 
 // Change is one planned change of a resource.
 type Change struct {
 	Kind           config.Kind     `json:"kind"`
 	Key            string          `json:"key"`
-	Action         string          `json:"action"`
+	Action         Action          `json:"action"`
 	BaseVersion    *int            `json:"base_version"`
 	Spec           json.RawMessage `json:"spec"`
 	Diff           []config.DiffOp `json:"diff"`
@@ -81,7 +106,7 @@ type Plan struct {
 	ID               string        `json:"id"`
 	Object           string        `json:"object"`
 	EnvironmentID    string        `json:"environment_id"`
-	Status           string        `json:"status"`
+	Status           Status        `json:"status"`
 	Prune            bool          `json:"prune"`
 	Types            []config.Kind `json:"types"`
 	ReferencingTypes []config.Kind `json:"referencing_types"`
@@ -211,8 +236,8 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 	return p, nil
 }
 
-func effectiveStatus(r *configdb.PlanRow, now time.Time) string {
-	switch r.Status {
+func effectiveStatus(r *configdb.PlanRow, now time.Time) Status {
+	switch Status(r.Status) {
 	case StatusApplying:
 		if r.LeaseUntil != nil && !now.Before(*r.LeaseUntil) {
 			if !now.Before(r.ExpiresAt) {
@@ -225,7 +250,7 @@ func effectiveStatus(r *configdb.PlanRow, now time.Time) string {
 			return StatusExpired
 		}
 	}
-	return r.Status
+	return Status(r.Status)
 }
 
 // GetPlan returns a plan of the actor's environment. It needs config:read
@@ -300,7 +325,7 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 	if err := a.Require(config.PermConfigRead); err != nil {
 		return Page[*Plan]{}, err
 	}
-	switch status {
+	switch Status(status) {
 	case "", StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired:
 	default:
 		return Page[*Plan]{}, &config.Error{Code: config.CodeMalformedRequest, Detail: "status must be one of planned, applying, applied, conflicted, expired",
@@ -331,7 +356,7 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 			if err != nil {
 				return Page[*Plan]{}, err
 			}
-			if (status == "" || p.Status == status) && a.Can(readPerms(p.Types)) {
+			if (status == "" || p.Status == Status(status)) && a.Can(readPerms(p.Types)) {
 				out = append(out, p)
 			}
 		}

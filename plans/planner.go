@@ -407,7 +407,7 @@ func (ps *planState) change(e entry) (Change, int) {
 }
 
 // count adds a change of action to the summary.
-func (s *Summary) count(action string) {
+func (s *Summary) count(action Action) {
 	switch action {
 	case ActionCreate:
 		s.Create++
@@ -464,7 +464,7 @@ func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 func newPlanRow(p *Plan) *configdb.PlanRow {
 	changes := appendChangeRecords(nil, p.Changes)
 	p.keepChangesJSON(changes)
-	row := &configdb.PlanRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: p.Status, Prune: p.Prune,
+	row := &configdb.PlanRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: string(p.Status), Prune: p.Prune,
 		Types: config.MustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: config.MustJSON(p.ReferencingTypes), Changes: changes,
 		Warnings: config.MustJSON(p.Warnings), RequiredSecrets: config.MustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
 		Summary: config.MustJSON(p.Summary), Versions: config.MustJSON(p.versions), Fingerprints: config.MustJSON(p.fingerprints),

@@ -138,7 +138,7 @@ func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 		}
 		switch src.Status {
 		case StatusApplied, StatusApplying:
-			return &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan is " + src.Status + " and cannot be rebased",
+			return &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan is " + string(src.Status) + " and cannot be rebased",
 				Extra: map[string]any{"plan_status": src.Status}}
 		}
 		p, now, err := s.computePlanFrom(ctx, tx, a, &PlanRequest{Doc: src.desiredState(), Prune: src.Prune})

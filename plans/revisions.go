@@ -34,10 +34,10 @@ func (s *Service) PrepareRestore(ctx context.Context, a Actor, revisionID string
 			doc.Types = append(doc.Types, k)
 		}
 		e := config.Entry{Kind: k, Key: r.Key}
-		if k == config.KindConnection && r.Action == ActionDelete {
+		if k == config.KindConnection && Action(r.Action) == ActionDelete {
 			formerIDs[r.Key] = r.ResourceIDBefore
 		}
-		if r.Action != ActionCreate {
+		if Action(r.Action) != ActionCreate {
 			e.Spec = config.Canonical(r.SpecBefore)
 		}
 		doc.Entries[k] = append(doc.Entries[k], e)

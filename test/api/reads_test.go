@@ -250,7 +250,7 @@ func TestListPlansFiltersByStatus(t *testing.T) {
 			t.Errorf("status=%s (-want +got):\n%s", status, diff)
 		}
 		for _, p := range l.Data {
-			if status != "" && p.Status != status {
+			if status != "" && string(p.Status) != status {
 				t.Errorf("status=%s lists plan %s with status %s", status, p.ID, p.Status)
 			}
 		}
