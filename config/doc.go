@@ -8,4 +8,7 @@
 // patch.go), the ids (ids.go), and the codes and problems of the contract
 // (codes.go, problems.go, text.go). It imports neither the storage
 // (configdb) nor GORM; display names are folded by config/displayname.
+//
+// A comment's "§N" is a section, and "row N" a row of the apply's error table
+// (§6), of the contract as docs/contract.md states it.
 package config

@@ -7,7 +7,12 @@
 //
 // The plan's life is a set of named transitions (ClaimPlan, RenewLease,
 // RecordApply, FinishPlan, ReleasePlan, MarkConflicted, MarkExpired,
-// RecordEvent): no SQL about plans is written anywhere else.
+// RecordEvent): no SQL about plans is written anywhere else. It is the one
+// owner of every table, config_revisions included (the revisions package
+// keeps a revision's types and encoding).
+//
+// A comment's "§N" is a section, and "row N" a row of the apply's error table
+// (§6), of the contract as docs/contract.md states it.
 package configdb
 
 import (

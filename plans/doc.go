@@ -4,4 +4,7 @@
 // material.go), revisions and their restore, events, logs and the sweep,
 // and the environments, API keys and policies the API serves. A plan's JSON
 // is written and read by hand (encode.go, decode.go).
+//
+// A comment's "§N" is a section, and "row N" a row of the apply's error table
+// (§6), of the contract as docs/contract.md states it.
 package plans
