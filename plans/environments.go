@@ -2,6 +2,7 @@ package plans
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/keenauth/configplans/config"
@@ -50,4 +51,26 @@ func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
 		return &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
 	}
 	return nil
+}
+
+// PutPolicies replaces the policies of an environment.
+func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (Policies, error) {
+	if !config.ValidID(config.PrefixEnvironment, envID) {
+		return Policies{}, &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
+	}
+	p, problems, err := DecodePolicies(body)
+	if err != nil {
+		return Policies{}, err
+	}
+	if len(problems) > 0 {
+		return Policies{}, config.Problems(config.CodeValidationFailed, problems)
+	}
+	if err := s.requireEnvironment(ctx, envID); err != nil {
+		return Policies{}, err
+	}
+	err = s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.PutPolicies(ctx, envID, config.MustJSON(p)) })
+	if err != nil {
+		return Policies{}, fmt.Errorf("policies: %w", err)
+	}
+	return p, nil
 }

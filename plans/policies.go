@@ -1,7 +1,6 @@
 package plans
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/keenauth/configplans/config"
-	"github.com/keenauth/configplans/configdb"
 )
 
 // Policies are the environment policies of §11. Every policy is optional;
@@ -167,26 +165,4 @@ func CheckPolicies(p Policies, kind config.Kind, spec json.RawMessage, specPoint
 		}
 	}
 	return out
-}
-
-// PutPolicies replaces the policies of an environment.
-func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (Policies, error) {
-	if !config.ValidID(config.PrefixEnvironment, envID) {
-		return Policies{}, &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
-	}
-	p, problems, err := DecodePolicies(body)
-	if err != nil {
-		return Policies{}, err
-	}
-	if len(problems) > 0 {
-		return Policies{}, config.Problems(config.CodeValidationFailed, problems)
-	}
-	if err := s.requireEnvironment(ctx, envID); err != nil {
-		return Policies{}, err
-	}
-	err = s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.PutPolicies(ctx, envID, config.MustJSON(p)) })
-	if err != nil {
-		return Policies{}, fmt.Errorf("policies: %w", err)
-	}
-	return p, nil
 }
