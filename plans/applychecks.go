@@ -18,7 +18,7 @@ type applyState struct {
 	// tests are the last connection tests, by connection id, of the
 	// connections that a change activates.
 	tests    map[string]configdb.ConnectionTest
-	policies Policies
+	policies config.Policies
 }
 
 // applyChecks are rows 13 to 17 of the apply's table (§6), in its order:
@@ -203,7 +203,7 @@ func checkApplyPolicies(st *applyState) error {
 	var violations []config.FieldError
 	for i, c := range st.plan.Changes {
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
-			violations = append(violations, CheckPolicies(st.policies, c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
+			violations = append(violations, config.CheckPolicies(st.policies, c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
 		}
 	}
 	if len(violations) > 0 {

@@ -137,13 +137,17 @@ func TestApplyChecks(t *testing.T) {
 			stored:  []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, activeConn)},
 			changes: []Change{change(ActionUpdate, config.KindConnection, "acme-sso", activeConn)}},
 		{name: "a change against the policies", check: checkApplyPolicies,
-			changes:  []Change{change(ActionCreate, config.KindApplication, "portal", app)},
-			edit:     func(st *applyState) { st.policies = Policies{AllowedCallbackHosts: []string{"elsewhere.example"}} },
+			changes: []Change{change(ActionCreate, config.KindApplication, "portal", app)},
+			edit: func(st *applyState) {
+				st.policies = config.Policies{AllowedCallbackHosts: []string{"elsewhere.example"}}
+			},
 			wantCode: config.CodePolicyConflict, wantLines: []string{"/changes/0/spec/callback_urls/0 allowed_callback_hosts"}},
 		{name: "a deletion is not checked against the policies", check: checkApplyPolicies,
 			stored:  []*configdb.Resource{stored(config.KindApplication, "portal", 1, app)},
 			changes: []Change{change(ActionDelete, config.KindApplication, "portal", "")},
-			edit:    func(st *applyState) { st.policies = Policies{AllowedCallbackHosts: []string{"elsewhere.example"}} }},
+			edit: func(st *applyState) {
+				st.policies = config.Policies{AllowedCallbackHosts: []string{"elsewhere.example"}}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := applyFixture(tc.stored, tc.changes...)

@@ -170,8 +170,8 @@ func kindGenerations(gens map[string]int64) map[config.Kind]int64 {
 }
 
 // policiesOf decodes stored policies (nil: none, the zero value).
-func policiesOf(raw configdb.JSON) (Policies, error) {
-	var p Policies
+func policiesOf(raw configdb.JSON) (config.Policies, error) {
+	var p config.Policies
 	if raw == nil {
 		return p, nil
 	}

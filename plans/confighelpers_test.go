@@ -3,7 +3,6 @@ package plans
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -271,29 +270,4 @@ func spaced(b []byte) []byte {
 	}
 	write(mustDecode(b))
 	return out.Bytes()
-}
-
-// problem is a config.FieldError without its detail, which tests do not pin.
-type problem struct{ Pointer, Code string }
-
-func problemsOf(t *testing.T, errs []config.FieldError) []problem {
-	t.Helper()
-	out := []problem{}
-	for _, e := range errs {
-		if e.Detail == "" || !strings.HasSuffix(e.Detail, ".") || len(e.Detail) > 200 {
-			t.Errorf("problem %s %s: detail %q is not one short sentence", e.Pointer, e.Code, e.Detail)
-		}
-		out = append(out, problem{e.Pointer, string(e.Code)})
-	}
-	return out
-}
-
-// badRequestOf returns the *config.Error of err, failing the test for another error.
-func badRequestOf(t *testing.T, err error) *config.Error {
-	t.Helper()
-	var e *config.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("err = %v, want an *config.Error", err)
-	}
-	return e
 }

@@ -54,23 +54,23 @@ func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
 }
 
 // PutPolicies replaces the policies of an environment.
-func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (Policies, error) {
+func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (config.Policies, error) {
 	if !config.ValidID(config.PrefixEnvironment, envID) {
-		return Policies{}, &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
+		return config.Policies{}, &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
 	}
-	p, problems, err := DecodePolicies(body)
+	p, problems, err := config.DecodePolicies(body)
 	if err != nil {
-		return Policies{}, err
+		return config.Policies{}, err
 	}
 	if len(problems) > 0 {
-		return Policies{}, config.Problems(config.CodeValidationFailed, problems)
+		return config.Policies{}, config.Problems(config.CodeValidationFailed, problems)
 	}
 	if err := s.requireEnvironment(ctx, envID); err != nil {
-		return Policies{}, err
+		return config.Policies{}, err
 	}
 	err = s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.PutPolicies(ctx, envID, config.MustJSON(p)) })
 	if err != nil {
-		return Policies{}, fmt.Errorf("policies: %w", err)
+		return config.Policies{}, fmt.Errorf("policies: %w", err)
 	}
 	return p, nil
 }

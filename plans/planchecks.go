@@ -26,7 +26,7 @@ type planState struct {
 	cur               state
 	gens              map[config.Kind]int64
 	material          map[string]string // connection id → confirmed material hash
-	policies          Policies
+	policies          config.Policies
 	expected          []config.ExpectedVersion
 	entries           []entry
 	inDoc             map[string]bool // the document's resources, kind/key
@@ -137,12 +137,12 @@ func inUseProblem(e entry, post *postState) (config.FieldError, bool) {
 
 // planPolicyViolations checks every spec the plan changes against the
 // environment's policies.
-func planPolicyViolations(entries []entry, cur state, policies Policies) []config.FieldError {
+func planPolicyViolations(entries []entry, cur state, policies config.Policies) []config.FieldError {
 	var violations []config.FieldError
 	for _, e := range entries {
 		if e.spec != nil {
 			if r := cur.get(e.kind, e.key); r == nil || !bytes.Equal(r.Spec, e.spec) {
-				violations = append(violations, CheckPolicies(policies, e.kind, e.spec, e.pointer)...)
+				violations = append(violations, config.CheckPolicies(policies, e.kind, e.spec, e.pointer)...)
 			}
 		}
 	}

@@ -79,7 +79,7 @@ func TestReferenceProblems(t *testing.T) {
 
 func TestPlanPolicyViolationsSkipUnchangedSpecs(t *testing.T) {
 	app := validSpecs[config.KindApplication]
-	policies := Policies{AllowedCallbackHosts: []string{"elsewhere.example"}}
+	policies := config.Policies{AllowedCallbackHosts: []string{"elsewhere.example"}}
 	unchanged := planFixture([]*configdb.Resource{stored(config.KindApplication, "portal", 1, app)},
 		entry{config.KindApplication, "portal", json.RawMessage(app), "/config/applications/portal"})
 	if got := planPolicyViolations(unchanged.entries, unchanged.cur, policies); got != nil {

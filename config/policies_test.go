@@ -1,11 +1,10 @@
-package plans
+package config
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/keenauth/configplans/config"
 )
 
 func TestDecodePolicies(t *testing.T) {
@@ -137,33 +136,33 @@ func TestCheckPolicies(t *testing.T) {
 	tests := []struct {
 		name     string
 		policies Policies
-		kind     config.Kind
+		kind     Kind
 		spec     string
 		want     []problem
 	}{
-		{"no policy", Policies{}, config.KindApplication, app(`["http://localhost/cb"]`), nil},
-		{"https required", Policies{RequireHTTPSCallbacks: true}, config.KindApplication,
+		{"no policy", Policies{}, KindApplication, app(`["http://localhost/cb"]`), nil},
+		{"https required", Policies{RequireHTTPSCallbacks: true}, KindApplication,
 			app(`["https://a.example/cb", "http://localhost:3000/cb"]`),
 			[]problem{{ptr + "/callback_urls/1", "require_https_callbacks"}}},
-		{"allowed hosts", Policies{AllowedCallbackHosts: []string{"*.shop.example", "localhost"}}, config.KindApplication,
+		{"allowed hosts", Policies{AllowedCallbackHosts: []string{"*.shop.example", "localhost"}}, KindApplication,
 			app(`["https://portal.shop.example/cb", "https://shop.example/cb", "http://localhost/cb", "https://evil.example/cb"]`),
 			[]problem{{ptr + "/callback_urls/1", "allowed_callback_hosts"}, {ptr + "/callback_urls/3", "allowed_callback_hosts"}}},
-		{"one URL breaks two policies", strict, config.KindApplication, app(`["http://localhost/cb"]`),
+		{"one URL breaks two policies", strict, KindApplication, app(`["http://localhost/cb"]`),
 			[]problem{{ptr + "/callback_urls/0", "require_https_callbacks"}, {ptr + "/callback_urls/0", "allowed_callback_hosts"}}},
-		{"identity passes", strict, config.KindIdentitySettings, identity("12", "required"), nil},
-		{"identity min length and mfa", strict, config.KindIdentitySettings, identity("11", "optional"),
+		{"identity passes", strict, KindIdentitySettings, identity("12", "required"), nil},
+		{"identity min length and mfa", strict, KindIdentitySettings, identity("11", "optional"),
 			[]problem{{ptr + "/password_policy/min_length", "min_password_length"}, {ptr + "/mfa", "mfa_required"}}},
-		{"database min length", strict, config.KindConnection, database(`{"min_password_length":10,"requires_username":false}`),
+		{"database min length", strict, KindConnection, database(`{"min_password_length":10,"requires_username":false}`),
 			[]problem{{ptr + "/database/min_password_length", "min_password_length"}}},
-		{"database min length passes", strict, config.KindConnection, database(`{"min_password_length":12,"requires_username":false}`), nil},
-		{"database default min length is 8", Policies{MinPasswordLength: new(9)}, config.KindConnection, database(`{"requires_username":false}`),
+		{"database min length passes", strict, KindConnection, database(`{"min_password_length":12,"requires_username":false}`), nil},
+		{"database default min length is 8", Policies{MinPasswordLength: new(9)}, KindConnection, database(`{"requires_username":false}`),
 			[]problem{{ptr + "/database/min_password_length", "min_password_length"}}},
-		{"database default min length meets 8", Policies{MinPasswordLength: new(8)}, config.KindConnection, database(`{"requires_username":false}`), nil},
-		{"active social forbidden", strict, config.KindConnection, social("true"),
+		{"database default min length meets 8", Policies{MinPasswordLength: new(8)}, KindConnection, database(`{"requires_username":false}`), nil},
+		{"active social forbidden", strict, KindConnection, social("true"),
 			[]problem{{ptr + "/active", "forbid_social_connections"}}},
-		{"inactive social allowed", strict, config.KindConnection, social("false"), nil},
-		{"other kinds are not concerned", strict, config.KindBranding, `{"primary_color":"#000000"}`, nil},
-		{"undecodable spec", strict, config.KindApplication, `[]`, nil},
+		{"inactive social allowed", strict, KindConnection, social("false"), nil},
+		{"other kinds are not concerned", strict, KindBranding, `{"primary_color":"#000000"}`, nil},
+		{"undecodable spec", strict, KindApplication, `[]`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"encoding/json"
@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-
-	"github.com/keenauth/configplans/config"
 )
 
 // Policies are the environment policies of §11. Every policy is optional;
@@ -22,11 +20,11 @@ type Policies struct {
 
 // Policy names, also the problem codes of violations.
 const (
-	PolicyRequireHTTPSCallbacks   config.Code = "require_https_callbacks"
-	PolicyAllowedCallbackHosts    config.Code = "allowed_callback_hosts"
-	PolicyMinPasswordLength       config.Code = "min_password_length"
-	PolicyForbidSocialConnections config.Code = "forbid_social_connections"
-	PolicyMFARequired             config.Code = "mfa_required"
+	PolicyRequireHTTPSCallbacks   Code = "require_https_callbacks"
+	PolicyAllowedCallbackHosts    Code = "allowed_callback_hosts"
+	PolicyMinPasswordLength       Code = "min_password_length"
+	PolicyForbidSocialConnections Code = "forbid_social_connections"
+	PolicyMFARequired             Code = "mfa_required"
 )
 
 // defaultMinPasswordLength is the platform's minimum password length, which a
@@ -45,15 +43,15 @@ var hostPatternPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-
 // host pattern) is a problem. Absent and null members keep their zero value:
 // the PUT replaces the whole policy set. Host patterns are lower-cased, and
 // allowed_callback_hosts is never nil.
-func DecodePolicies(raw []byte) (Policies, []config.FieldError, error) {
+func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 	var p Policies
-	if err := config.DecodeObject(raw, &p); err != nil {
+	if err := DecodeObject(raw, &p); err != nil {
 		return Policies{}, nil, err
 	}
 
-	var problems []config.FieldError
+	var problems []FieldError
 	if n := p.MinPasswordLength; n != nil && (*n < 8 || *n > 128) {
-		problems = append(problems, config.FieldError{Pointer: "/min_password_length", Code: config.CodeOutOfRange,
+		problems = append(problems, FieldError{Pointer: "/min_password_length", Code: CodeOutOfRange,
 			Detail: "min_password_length must be between 8 and 128."})
 	}
 	if p.AllowedCallbackHosts == nil {
@@ -63,12 +61,12 @@ func DecodePolicies(raw []byte) (Policies, []config.FieldError, error) {
 		h = strings.ToLower(h)
 		p.AllowedCallbackHosts[i] = h
 		if len(h) > 253 || !hostPatternPattern.MatchString(h) {
-			problems = append(problems, config.FieldError{Pointer: fmt.Sprintf("/allowed_callback_hosts/%d", i), Code: config.CodeInvalid,
+			problems = append(problems, FieldError{Pointer: fmt.Sprintf("/allowed_callback_hosts/%d", i), Code: CodeInvalid,
 				Detail: "A host pattern must be a host name such as portal.shop.example, or *. followed by one."})
 		}
 	}
-	problems = append(problems, config.DuplicateProblems("/allowed_callback_hosts", "", len(p.AllowedCallbackHosts),
-		config.StringsKey(p.AllowedCallbackHosts))...)
+	problems = append(problems, DuplicateProblems("/allowed_callback_hosts", "", len(p.AllowedCallbackHosts),
+		StringsKey(p.AllowedCallbackHosts))...)
 	return p, problems, nil
 }
 
@@ -108,14 +106,14 @@ func hostAllowed(host string, patterns []string) bool {
 //   - mfa_required: at identity_settings /mfa.
 //
 // spec is a canonical spec; a spec that cannot be decoded violates nothing.
-func CheckPolicies(p Policies, kind config.Kind, spec json.RawMessage, specPointer string) []config.FieldError {
-	var out []config.FieldError
-	violation := func(field string, code config.Code, detail string) {
-		out = append(out, config.FieldError{Pointer: specPointer + field, Code: code, Detail: detail})
+func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer string) []FieldError {
+	var out []FieldError
+	violation := func(field string, code Code, detail string) {
+		out = append(out, FieldError{Pointer: specPointer + field, Code: code, Detail: detail})
 	}
 	switch kind {
-	case config.KindApplication:
-		var s config.ApplicationSpec
+	case KindApplication:
+		var s ApplicationSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
@@ -131,8 +129,8 @@ func CheckPolicies(p Policies, kind config.Kind, spec json.RawMessage, specPoint
 					"The host of this callback URL is not one the environment allows.")
 			}
 		}
-	case config.KindIdentitySettings:
-		var s config.IdentitySettingsSpec
+	case KindIdentitySettings:
+		var s IdentitySettingsSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
@@ -141,15 +139,15 @@ func CheckPolicies(p Policies, kind config.Kind, spec json.RawMessage, specPoint
 			violation("/password_policy/min_length", PolicyMinPasswordLength,
 				fmt.Sprintf("The environment requires passwords of at least %d characters.", *m))
 		}
-		if p.MFARequired && config.Deref(s.MFA) != "required" {
+		if p.MFARequired && Deref(s.MFA) != "required" {
 			violation("/mfa", PolicyMFARequired, `The environment requires mfa to be "required".`)
 		}
-	case config.KindConnection:
-		var s config.ConnectionSpec
+	case KindConnection:
+		var s ConnectionSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
-		if m := p.MinPasswordLength; m != nil && config.Deref(s.Type) == config.ConnectionDatabase && s.Database != nil {
+		if m := p.MinPasswordLength; m != nil && Deref(s.Type) == ConnectionDatabase && s.Database != nil {
 			minLen := defaultMinPasswordLength
 			if s.Database.MinPasswordLength != nil {
 				minLen = *s.Database.MinPasswordLength
@@ -159,7 +157,7 @@ func CheckPolicies(p Policies, kind config.Kind, spec json.RawMessage, specPoint
 					fmt.Sprintf("The environment requires passwords of at least %d characters.", *m))
 			}
 		}
-		if p.ForbidSocialConnections && config.Deref(s.Type) == config.ConnectionSocial && config.Deref(s.Active) {
+		if p.ForbidSocialConnections && Deref(s.Type) == ConnectionSocial && Deref(s.Active) {
 			violation("/active", PolicyForbidSocialConnections,
 				"The environment forbids active social connections.")
 		}
