@@ -3,12 +3,11 @@ package plans
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/keenauth/configplans/config"
 	"regexp"
-	"slices"
 	"sort"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/keenauth/configplans/config"
 )
 
 // ApplyRequest is the body of POST /v1/config-plans/{id}:apply. Secret
@@ -113,38 +112,6 @@ func (req *ApplyRequest) Check(p *Plan) (map[string]bool, []config.FieldError) {
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Pointer < problems[j].Pointer })
 	return confirmed, problems
-}
-
-var resourceKey = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
-func validRef(ref string) bool {
-	kind, key, ok := strings.Cut(ref, "/")
-	if !ok {
-		return false
-	}
-	if _, known := config.LookupKind(config.Kind(kind)); !known {
-		return false
-	}
-	return resourceKey.MatchString(key)
-}
-
-// ValidHost reports whether h is a lowercase DNS name: two or more labels of
-// [a-z0-9-], 1–63 characters each, no leading or trailing '-', 253 in all,
-// no port.
-func ValidHost(h string) bool {
-	if len(h) == 0 || len(h) > 253 {
-		return false
-	}
-	labels := strings.Split(h, ".")
-	if len(labels) < 2 {
-		return false
-	}
-	return !slices.ContainsFunc(labels, func(l string) bool {
-		if len(l) == 0 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return true
-		}
-		return strings.IndexFunc(l, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) >= 0
-	})
 }
 
 // Secret returns the resolved value of a secret (checked before).

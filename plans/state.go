@@ -2,8 +2,6 @@ package plans
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -143,44 +141,6 @@ func (p *postState) resolve(ref config.Reference) (code config.Code, detail stri
 
 // tokenWindow is how recent a token makes an application's deletion protected.
 const tokenWindow = 30 * 24 * time.Hour
-
-// oidcMaterial is the OIDC member of an enterprise connection spec.
-type oidcMaterial struct {
-	Issuer   string   `json:"issuer"`
-	ClientID string   `json:"client_id"`
-	Scopes   []string `json:"scopes"`
-}
-
-type connectionView struct {
-	Type   string          `json:"type"`
-	Active bool            `json:"active"`
-	OIDC   json.RawMessage `json:"oidc"`
-	Social *struct {
-		Provider          string `json:"provider"`
-		UseOwnCredentials bool   `json:"use_own_credentials"`
-		ClientID          string `json:"client_id"`
-	} `json:"social"`
-}
-
-func viewConnection(spec json.RawMessage) connectionView {
-	var v connectionView
-	_ = json.Unmarshal(spec, &v)
-	if string(v.OIDC) == "null" {
-		v.OIDC = nil
-	}
-	return v
-}
-
-// materialHash identifies a connection's OIDC material (never its secret).
-func materialHash(oidc json.RawMessage) string {
-	sum := sha256.Sum256(config.Canonical(oidc))
-	return hex.EncodeToString(sum[:])
-}
-
-// SecretRef names the client secret of a connection.
-func SecretRef(key string) string {
-	return "KEENAUTH_CONNECTION_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_")) + "_CLIENT_SECRET"
-}
 
 // uniqueHolders maps every unique value of the resources of kind k in the
 // post-plan state, as UniqueValue.Key compares them, to the keys that hold
