@@ -163,12 +163,12 @@ func activatedConnection(c Change, cur state) (*configdb.Resource, bool) {
 	if c.Kind != config.KindConnection || (c.Action != ActionCreate && c.Action != ActionUpdate) {
 		return nil, false
 	}
-	if v := viewConnection(c.Spec); v.Type != "enterprise" || !v.Active {
+	if v := config.ViewConnection(c.Spec); v.Type != "enterprise" || !v.Active {
 		return nil, false
 	}
 	r := cur.get(c.Kind, c.Key)
 	if r != nil {
-		if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active {
+		if cv := config.ViewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active {
 			return nil, false
 		}
 	}
@@ -187,7 +187,7 @@ func checkConnectionsTested(st *applyState) error {
 		}
 		if r != nil {
 			t := st.tests[r.ResourceID]
-			if t.Status == "succeeded" && t.MaterialHash == materialHash(viewConnection(c.Spec).OIDC) {
+			if t.Status == "succeeded" && t.MaterialHash == config.MaterialHash(config.ViewConnection(c.Spec).OIDC) {
 				continue
 			}
 		}

@@ -131,7 +131,7 @@ func TestApplyChecks(t *testing.T) {
 			stored:  []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, conn)},
 			changes: []Change{change(ActionUpdate, config.KindConnection, "acme-sso", activeConn)},
 			edit: func(st *applyState) {
-				st.tests["con_acme-sso"] = configdb.ConnectionTest{Status: "succeeded", MaterialHash: materialHash(viewConnection(config.Canonical([]byte(activeConn))).OIDC)}
+				st.tests["con_acme-sso"] = configdb.ConnectionTest{Status: "succeeded", MaterialHash: config.MaterialHash(config.ViewConnection(config.Canonical([]byte(activeConn))).OIDC)}
 			}},
 		{name: "active connection updated without a test", check: checkConnectionsTested,
 			stored:  []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, activeConn)},

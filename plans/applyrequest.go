@@ -78,7 +78,7 @@ func (req *ApplyRequest) Check(p *Plan) (map[string]bool, []config.FieldError) {
 		problems = append(problems, config.FieldError{Pointer: "/sp_host", Code: config.CodeSPHostRequired, Detail: "the plan writes OIDC material: send the environment's service-provider host"})
 	case !p.RequiresSPHost && req.SPHost != nil:
 		problems = append(problems, config.FieldError{Pointer: "/sp_host", Code: config.CodeSPHostUnused, Detail: "the plan writes no OIDC material: do not send sp_host"})
-	case req.SPHost != nil && !ValidHost(*req.SPHost):
+	case req.SPHost != nil && !config.ValidHost(*req.SPHost):
 		problems = append(problems, config.FieldError{Pointer: "/sp_host", Code: config.CodeInvalid, Detail: "sp_host must be a lowercase DNS name of two or more labels, without a port"})
 	}
 	confirmed := map[string]bool{}
@@ -95,7 +95,7 @@ func (req *ApplyRequest) Check(p *Plan) (map[string]bool, []config.FieldError) {
 		for i, raw := range req.ConfirmDeletions {
 			ptr := fmt.Sprintf("/confirm_deletions/%d", i)
 			var ref string
-			if json.Unmarshal(raw, &ref) != nil || !validRef(ref) {
+			if json.Unmarshal(raw, &ref) != nil || !config.ValidRef(ref) {
 				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeInvalid, Detail: "a confirmation is <kind>/<key>, e.g. connection/legacy"})
 				continue
 			}

@@ -33,7 +33,7 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 		return nil, err
 	}
 	notFound := &config.Error{Code: config.CodeNotFound, Detail: "no such connection"}
-	if !resourceKey.MatchString(key) {
+	if !config.ResourceKey.MatchString(key) {
 		return nil, notFound
 	}
 	r, err := s.db.LoadResource(ctx, a.EnvironmentID, string(config.KindConnection), key)
@@ -43,11 +43,11 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 	if err != nil {
 		return nil, err
 	}
-	v := viewConnection(json.RawMessage(config.Canonical(r.Spec)))
+	v := config.ViewConnection(json.RawMessage(config.Canonical(r.Spec)))
 	if v.Type != "enterprise" || v.OIDC == nil {
 		return nil, &config.Error{Code: config.CodeConnectionNotTestable, Detail: "only an enterprise connection with OIDC material can be tested"}
 	}
-	hash := materialHash(v.OIDC)
+	hash := config.MaterialHash(v.OIDC)
 	material, err := s.db.ConfirmedMaterial(ctx, a.EnvironmentID)
 	if err != nil {
 		return nil, err

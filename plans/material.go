@@ -49,8 +49,8 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		if err := s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.RenewLease(ctx, p.key(), token, s.cfg.ApplyLease) }); err != nil {
 			s.log.WarnContext(ctx, "renewing the apply lease failed", "plan_id", p.ID, "error", err)
 		}
-		v := viewConnection(c.Spec)
-		var m oidcMaterial
+		v := config.ViewConnection(c.Spec)
+		var m config.OIDCMaterial
 		_ = json.Unmarshal(v.OIDC, &m)
 		conID := out.connIDs[c.Key]
 		material := federation.Material{Issuer: m.Issuer, ClientID: m.ClientID, Scopes: m.Scopes,
@@ -60,7 +60,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		switch {
 		case err == nil:
 			err := s.db.Write(ctx, func(tx *configdb.Tx) error {
-				return tx.ConfirmMaterial(ctx, a.EnvironmentID, conID, materialHash(v.OIDC))
+				return tx.ConfirmMaterial(ctx, a.EnvironmentID, conID, config.MaterialHash(v.OIDC))
 			})
 			if err != nil {
 				unavailable = err

@@ -68,12 +68,12 @@ func (ps *planState) keepMaterial() []config.FieldError {
 		if e.kind != config.KindConnection || e.spec == nil {
 			continue
 		}
-		if v := viewConnection(e.spec); v.Type != "enterprise" || v.OIDC != nil {
+		if v := config.ViewConnection(e.spec); v.Type != "enterprise" || v.OIDC != nil {
 			continue
 		}
 		var curOIDC json.RawMessage
 		if r := ps.cur.get(config.KindConnection, e.key); r != nil {
-			if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" {
+			if cv := config.ViewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" {
 				curOIDC = cv.OIDC
 			}
 		}

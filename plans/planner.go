@@ -429,10 +429,10 @@ func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 	if c.Spec == nil {
 		return
 	}
-	v := viewConnection(c.Spec)
-	var cv connectionView
+	v := config.ViewConnection(c.Spec)
+	var cv config.ConnectionView
 	if r != nil {
-		cv = viewConnection(json.RawMessage(r.Spec))
+		cv = config.ViewConnection(json.RawMessage(r.Spec))
 	}
 	switch v.Type {
 	case "enterprise":
@@ -440,21 +440,21 @@ func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 			return
 		}
 		needs := r == nil || cv.Type != "enterprise" || !bytes.Equal(config.Canonical(cv.OIDC), config.Canonical(v.OIDC))
-		if !needs && material[r.ResourceID] != materialHash(v.OIDC) {
+		if !needs && material[r.ResourceID] != config.MaterialHash(v.OIDC) {
 			needs = true
 			if c.Action == ActionNoOp {
 				c.Action = ActionUpdate
 			}
 		}
 		if needs {
-			c.RequiresSecret, c.WritesMaterial, c.SecretRef = true, true, SecretRef(c.Key)
+			c.RequiresSecret, c.WritesMaterial, c.SecretRef = true, true, config.SecretRef(c.Key)
 		}
 	case "social":
 		if v.Social == nil || !v.Social.UseOwnCredentials {
 			return
 		}
 		if r == nil || cv.Social == nil || !cv.Social.UseOwnCredentials || cv.Social.ClientID != v.Social.ClientID {
-			c.RequiresSecret, c.SecretRef = true, SecretRef(c.Key)
+			c.RequiresSecret, c.SecretRef = true, config.SecretRef(c.Key)
 		}
 	}
 }

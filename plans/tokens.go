@@ -37,7 +37,7 @@ func (s *Service) RecordTokenActivity(ctx context.Context, ta TokenActivity) err
 	if !config.ValidID(config.PrefixEnvironment, ta.EnvironmentID) {
 		problems = append(problems, config.FieldError{Pointer: "/environment_id", Code: config.CodeInvalid, Detail: "an environment id (env_…)"})
 	}
-	if !resourceKey.MatchString(ta.ApplicationKey) {
+	if !config.ResourceKey.MatchString(ta.ApplicationKey) {
 		problems = append(problems, config.FieldError{Pointer: "/application_key", Code: config.CodeInvalid, Detail: "an application key"})
 	}
 	switch {

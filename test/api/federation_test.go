@@ -203,10 +203,10 @@ func TestApplyFederation422ReturnsPlanToPlanned(t *testing.T) {
 		t.Fatalf("new plan changes = %v", got)
 	}
 	_, c := secChange(t, p2, "acme-sso")
-	if c["requires_secret"] != true || c["secret_ref"] != plans.SecretRef("acme-sso") || c["resource_id"] != conID || len(c["diff"].([]any)) != 0 {
+	if c["requires_secret"] != true || c["secret_ref"] != config.SecretRef("acme-sso") || c["resource_id"] != conID || len(c["diff"].([]any)) != 0 {
 		t.Fatalf("material change = %v", c)
 	}
-	if p2["requires_sp_host"] != true || !slices.Equal(p2["required_secrets"].([]any), []any{plans.SecretRef("acme-sso")}) {
+	if p2["requires_sp_host"] != true || !slices.Equal(p2["required_secrets"].([]any), []any{config.SecretRef("acme-sso")}) {
 		t.Fatalf("new plan needs %v, host %v", p2["required_secrets"], p2["requires_sp_host"])
 	}
 	applied := e.Apply(p2["id"].(string), applyBody("acme-sso", "client-secret-2"))
@@ -368,7 +368,7 @@ func TestApplyFederationPartialFailure(t *testing.T) {
 	doc := connDoc(map[string]any{"a-sso": oidcConn("A", false, "a"), "b-sso": oidcConn("B", false, "b")})
 	p := e.Plan(doc, false)
 	ib, _ := secChange(t, p, "b-sso")
-	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("a-sso"): "sa", plans.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
+	body := map[string]any{"resolved_secrets": map[string]any{config.SecretRef("a-sso"): "sa", config.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
 	// Changes are written in key order: a-sso first, b-sso second.
 	e.Fed.On(http.MethodPut).Next(1).Hang(time.Millisecond)
 	e.Fed.On(http.MethodPut).Next(1).Reject(federation.FieldError{Pointer: "/client_id", Code: "unknown_client"})
@@ -380,7 +380,7 @@ func TestApplyFederationPartialFailure(t *testing.T) {
 	}
 	p2 := e.Plan(doc, false)
 	if !slices.Equal(fedActive(p2), []string{"update connection/b-sso"}) ||
-		!slices.Equal(p2["required_secrets"].([]any), []any{plans.SecretRef("b-sso")}) {
+		!slices.Equal(p2["required_secrets"].([]any), []any{config.SecretRef("b-sso")}) {
 		t.Fatalf("new plan = %v %v", fedActive(p2), p2["required_secrets"])
 	}
 }
@@ -506,7 +506,7 @@ func TestConnectionTestAndActivation(t *testing.T) {
 	// Connections are written in key order: acme-sso, then broken-sso.
 	e.Fed.On(http.MethodPut).Next(1).Hang(time.Millisecond)
 	e.Fed.On(http.MethodPut).Next(1).Reject(federation.FieldError{Pointer: "/issuer", Code: "invalid"})
-	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("acme-sso"): "s1", plans.SecretRef("broken-sso"): "s2"}, "sp_host": secHost}
+	body := map[string]any{"resolved_secrets": map[string]any{config.SecretRef("acme-sso"): "s1", config.SecretRef("broken-sso"): "s2"}, "sp_host": secHost}
 	if r := secApply(e, p["id"].(string), body); r.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("apply: %d %s", r.Status, r.Body)
 	}
@@ -625,7 +625,7 @@ func TestApplySlowMaterialWritesKeepThePlansLease(t *testing.T) {
 	e := apitest.Setup(t, apitest.Options{})
 	doc := connDoc(map[string]any{"a-sso": oidcConn("A", false, "a"), "b-sso": oidcConn("B", false, "b")})
 	id := e.Plan(doc, false)["id"].(string)
-	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("a-sso"): "sa", plans.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
+	body := map[string]any{"resolved_secrets": map[string]any{config.SecretRef("a-sso"): "sa", config.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
 	e.Fed.On(http.MethodPut).Hang(1500 * time.Millisecond)
 	done := make(chan *apitest.Response, 1)
 	go func() { done <- secApply(e, id, body) }()
@@ -660,7 +660,7 @@ func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.RequestID = config.NewID(config.PrefixRequest)
-	req, err := service.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + plans.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
+	req, err := service.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + config.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +689,7 @@ func TestApplyFederationUnavailableStopsTheWrites(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
 	doc := connDoc(map[string]any{"a-sso": oidcConn("A", false, "a"), "b-sso": oidcConn("B", false, "b")})
-	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("a-sso"): "sa", plans.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
+	body := map[string]any{"resolved_secrets": map[string]any{config.SecretRef("a-sso"): "sa", config.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
 	e.Fed.Unavailable()
 	secWant(t, secApply(e, e.Plan(doc, false)["id"].(string), body), http.StatusServiceUnavailable, "service_unavailable")
 	puts := fedPuts(e.Fed)
@@ -734,7 +734,7 @@ func fedCanaryFind(source, s string) []string {
 func TestApplyFederation422EchoingPartsOfTheSecret(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	name := plans.SecretRef("acme-sso")
+	name := config.SecretRef("acme-sso")
 	if len(fedCanary) != 40 {
 		t.Fatalf("the canary has %d characters", len(fedCanary))
 	}

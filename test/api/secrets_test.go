@@ -36,7 +36,7 @@ func connDoc(conns map[string]any) map[string]any { return map[string]any{"conne
 
 // applyBody is an apply body with one connection's secret and the host.
 func applyBody(key, secret string) map[string]any {
-	return map[string]any{"resolved_secrets": map[string]any{plans.SecretRef(key): secret}, "sp_host": secHost}
+	return map[string]any{"resolved_secrets": map[string]any{config.SecretRef(key): secret}, "sp_host": secHost}
 }
 
 // secApply sends an apply and returns the answer, whatever it is.

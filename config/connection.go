@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"crypto/sha256"
@@ -7,19 +7,17 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/keenauth/configplans/config"
 )
 
-// oidcMaterial is the OIDC member of an enterprise connection spec.
-type oidcMaterial struct {
+// OIDCMaterial is the OIDC member of an enterprise connection spec.
+type OIDCMaterial struct {
 	Issuer   string   `json:"issuer"`
 	ClientID string   `json:"client_id"`
 	Scopes   []string `json:"scopes"`
 }
 
-// connectionView is what the domain reads of a connection spec.
-type connectionView struct {
+// ConnectionView is what the domain reads of a connection spec.
+type ConnectionView struct {
 	Type   string          `json:"type"`
 	Active bool            `json:"active"`
 	OIDC   json.RawMessage `json:"oidc"`
@@ -30,9 +28,9 @@ type connectionView struct {
 	} `json:"social"`
 }
 
-// viewConnection reads a connection spec (a null oidc as none).
-func viewConnection(spec json.RawMessage) connectionView {
-	var v connectionView
+// ViewConnection reads a connection spec (a null oidc as none).
+func ViewConnection(spec json.RawMessage) ConnectionView {
+	var v ConnectionView
 	_ = json.Unmarshal(spec, &v)
 	if string(v.OIDC) == "null" {
 		v.OIDC = nil
@@ -40,9 +38,9 @@ func viewConnection(spec json.RawMessage) connectionView {
 	return v
 }
 
-// materialHash identifies a connection's OIDC material (never its secret).
-func materialHash(oidc json.RawMessage) string {
-	sum := sha256.Sum256(config.Canonical(oidc))
+// MaterialHash identifies a connection's OIDC material (never its secret).
+func MaterialHash(oidc json.RawMessage) string {
+	sum := sha256.Sum256(Canonical(oidc))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -51,19 +49,19 @@ func SecretRef(key string) string {
 	return "KEENAUTH_CONNECTION_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_")) + "_CLIENT_SECRET"
 }
 
-// resourceKey is the form of a resource key.
-var resourceKey = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+// ResourceKey is the form of a resource key.
+var ResourceKey = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
-// validRef reports whether ref is "<kind>/<key>" of a known kind.
-func validRef(ref string) bool {
+// ValidRef reports whether ref is "<kind>/<key>" of a known kind.
+func ValidRef(ref string) bool {
 	kind, key, ok := strings.Cut(ref, "/")
 	if !ok {
 		return false
 	}
-	if _, known := config.LookupKind(config.Kind(kind)); !known {
+	if _, known := LookupKind(Kind(kind)); !known {
 		return false
 	}
-	return resourceKey.MatchString(key)
+	return ResourceKey.MatchString(key)
 }
 
 // ValidHost reports whether h is a lowercase DNS name: two or more labels of
