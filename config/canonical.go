@@ -7,7 +7,7 @@ import (
 	"github.com/keenauth/configplans/canonjson"
 )
 
-// mustJSON encodes a value the package built itself.
+// MustJSON encodes a value the package built itself.
 // Like every JSON the package writes, it leaves <, > and & as they are:
 // json.Marshal would write them as \u003c, \u003e and \u0026, and a spec
 // stored in that form would no longer be byte-equal to the same spec
@@ -20,7 +20,7 @@ func MustJSON(v any) []byte {
 	return b
 }
 
-// marshal is json.Marshal without HTML escaping.
+// Marshal is json.Marshal without HTML escaping.
 func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -31,7 +31,7 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// canonical re-encodes a JSON value with sorted object keys and no spacing,
+// Canonical re-encodes a JSON value with sorted object keys and no spacing,
 // so equal values compare equal byte for byte: by one scan (canonjson), and
 // by a decode and an encode for what the scan leaves to encoding/json.
 func Canonical(raw []byte) json.RawMessage {

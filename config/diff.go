@@ -52,7 +52,7 @@ func (d DiffOp) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// appendDiffOp appends the JSON of op as its MarshalJSON writes it, with
+// AppendDiffOp appends the JSON of op as its MarshalJSON writes it, with
 // old and value copied as they are (valid JSON, as Diff makes them) and
 // strings not HTML-escaped.
 func AppendDiffOp(b []byte, op DiffOp) []byte {
@@ -102,7 +102,7 @@ func Diff(before, after json.RawMessage) []DiffOp {
 	return DiffCanonical(b, a)
 }
 
-// diffCanonical is Diff of two specs in canonical form, nil for an absent
+// DiffCanonical is Diff of two specs in canonical form, nil for an absent
 // one.
 func DiffCanonical(before, after []byte) []DiffOp {
 	ops := []DiffOp{}
@@ -117,7 +117,7 @@ func DiffCanonical(before, after []byte) []DiffOp {
 	return diffValues(ops, "", shapes, before, after)
 }
 
-// canonicalForDiff is a spec in canonical form, nil for an absent one (no
+// CanonicalForDiff is a spec in canonical form, nil for an absent one (no
 // bytes, or JSON null); ok is false for bytes that are not JSON, which
 // encoding/json decides when the scan of canonjson cannot.
 func CanonicalForDiff(raw json.RawMessage) (_ []byte, ok bool) {

@@ -218,7 +218,7 @@ func badRequest(bad []FieldError) *Error {
 	return Problems(code, bad)
 }
 
-// escapeToken is PointerEscape without its cost for the usual token, which
+// EscapeToken is PointerEscape without its cost for the usual token, which
 // needs no escaping.
 func EscapeToken(s string) string {
 	if !strings.ContainsAny(s, "~/") {
@@ -426,7 +426,7 @@ func unmarshalTree(tree *jsonObject, s spec) error {
 
 func specType(s spec) reflect.Type { return reflect.TypeOf(s).Elem() }
 
-// decodeObject decodes raw, which must be one JSON object of the members of
+// DecodeObject decodes raw, which must be one JSON object of the members of
 // *v, into v, as the public endpoints decode their bodies: the body as a
 // whole as a plan creation's (not an object, data after it, a repeated
 // member), then its members as a document's (every unknown member, names

@@ -50,7 +50,7 @@ func ValidID(prefix, s string) bool {
 	return true
 }
 
-// randomBase32 returns n random lowercase Crockford base32 characters.
+// RandomBase32 returns n random lowercase Crockford base32 characters.
 func RandomBase32(n int) string {
 	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 	b := make([]byte, n)

@@ -71,7 +71,7 @@ const (
 	ConnectionEnterprise = "enterprise"
 )
 
-// connectionSpec holds exactly one of database, social and oidc, the one
+// ConnectionSpec holds exactly one of database, social and oidc, the one
 // matching its type. An enterprise connection must have the oidc member, but
 // it may be null: null leaves the OIDC material as it is, and stays null in
 // the canonical JSON.
@@ -364,7 +364,7 @@ func checkSpec(s spec, prefix string) (json.RawMessage, []FieldError) {
 	return CanonicalJSON(s), problems
 }
 
-// canonicalJSON marshals v without HTML escaping, so URLs keep their & and the
+// CanonicalJSON marshals v without HTML escaping, so URLs keep their & and the
 // bytes are the same wherever a spec is marshalled.
 func CanonicalJSON(v any) json.RawMessage {
 	var buf bytes.Buffer
@@ -500,12 +500,12 @@ type UniqueValue struct {
 	Key string
 }
 
-// uniqueKey is the part of a UniqueValue that two values are compared on.
+// UniqueKey is the part of a UniqueValue that two values are compared on.
 type UniqueKey struct{ Field, Key string }
 
 func (u UniqueValue) Compared() UniqueKey { return UniqueKey{u.Field, u.Key} }
 
-// displayNameKey is the stored display_name_key of a spec of kind k: its
+// DisplayNameKey is the stored display_name_key of a spec of kind k: its
 // folded display name when the display name of k is unique, else nil.
 func DisplayNameKey(k Kind, spec json.RawMessage) *string {
 	if uniqueField(k) != "display_name" {
@@ -567,7 +567,7 @@ func uniqueField(kind Kind) string {
 	return ""
 }
 
-// jsonString is the string a JSON value holds (ok false for any other
+// JSONString is the string a JSON value holds (ok false for any other
 // value): the bytes between the quotes of a plain token, else what the
 // decoder makes of it.
 func JSONString(value []byte) (string, bool) {
@@ -641,7 +641,7 @@ func topLevelMember(raw []byte, name string) (value json.RawMessage, ok bool) {
 	}
 }
 
-// skipValue returns the end of the JSON value at b[i:]: strings skipped
+// SkipValue returns the end of the JSON value at b[i:]: strings skipped
 // with their escapes, objects and arrays by depth, scalars up to the next
 // delimiter. It checks the structure, not every scalar: a value it ends
 // is then decoded by encoding/json, which refuses a malformed one.

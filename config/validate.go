@@ -249,7 +249,7 @@ func duplicates(n int, key func(i int) (string, bool)) []int {
 	return out
 }
 
-// duplicateProblems reports every repeated item of a list at
+// DuplicateProblems reports every repeated item of a list at
 // listPointer/<index>[/member].
 func DuplicateProblems(listPointer, member string, n int, key func(i int) (string, bool)) []FieldError {
 	var out []FieldError

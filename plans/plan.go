@@ -52,10 +52,6 @@ func (a Action) LogVerb() string {
 	return ""
 }
 
-// Writes reports whether the change writes its resource (every action but
-// no_op).
-func (a Action) Writes() bool { return a != ActionNoOp }
-
 // Change is one planned change of a resource.
 type Change struct {
 	Kind           config.Kind     `json:"kind"`
