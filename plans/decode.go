@@ -460,69 +460,9 @@ func (d *recordDecoder) value(depth int) bool {
 		d.i = end
 		return ok
 	case c == '{':
-		if depth >= maxRawDepth {
-			return false
-		}
-		d.i++
-		if d.i < len(d.src) && d.src[d.i] == '}' {
-			d.i++
-			return true
-		}
-		for {
-			if d.i >= len(d.src) || d.src[d.i] != '"' {
-				return false
-			}
-			end, ok := d.stringEnd()
-			if !ok {
-				return false
-			}
-			d.i = end
-			if d.i >= len(d.src) || d.src[d.i] != ':' {
-				return false
-			}
-			d.i++
-			if !d.value(depth + 1) {
-				return false
-			}
-			if d.i >= len(d.src) {
-				return false
-			}
-			switch d.src[d.i] {
-			case ',':
-				d.i++
-			case '}':
-				d.i++
-				return true
-			default:
-				return false
-			}
-		}
+		return depth < maxRawDepth && d.object(depth)
 	case c == '[':
-		if depth >= maxRawDepth {
-			return false
-		}
-		d.i++
-		if d.i < len(d.src) && d.src[d.i] == ']' {
-			d.i++
-			return true
-		}
-		for {
-			if !d.value(depth + 1) {
-				return false
-			}
-			if d.i >= len(d.src) {
-				return false
-			}
-			switch d.src[d.i] {
-			case ',':
-				d.i++
-			case ']':
-				d.i++
-				return true
-			default:
-				return false
-			}
-		}
+		return depth < maxRawDepth && d.array(depth)
 	case c == 't':
 		return d.literal("true")
 	case c == 'f':
@@ -531,6 +471,70 @@ func (d *recordDecoder) value(depth int) bool {
 		return d.literal("null")
 	default:
 		return d.number()
+	}
+}
+
+// object checks the object that starts at d.i, at depth.
+func (d *recordDecoder) object(depth int) bool {
+	d.i++
+	if d.i < len(d.src) && d.src[d.i] == '}' {
+		d.i++
+		return true
+	}
+	for {
+		if d.i >= len(d.src) || d.src[d.i] != '"' {
+			return false
+		}
+		end, ok := d.stringEnd()
+		if !ok {
+			return false
+		}
+		d.i = end
+		if d.i >= len(d.src) || d.src[d.i] != ':' {
+			return false
+		}
+		d.i++
+		if !d.value(depth + 1) {
+			return false
+		}
+		if d.i >= len(d.src) {
+			return false
+		}
+		switch d.src[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array checks the array that starts at d.i, at depth.
+func (d *recordDecoder) array(depth int) bool {
+	d.i++
+	if d.i < len(d.src) && d.src[d.i] == ']' {
+		d.i++
+		return true
+	}
+	for {
+		if !d.value(depth + 1) {
+			return false
+		}
+		if d.i >= len(d.src) {
+			return false
+		}
+		switch d.src[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return true
+		default:
+			return false
+		}
 	}
 }
 
