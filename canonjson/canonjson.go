@@ -551,3 +551,12 @@ func ScanNumber(b []byte, i int) (int, bool) { return scanNumber(b, i) }
 
 // ScanLiteral reads true, false or null at b[i].
 func ScanLiteral(b []byte, i int) (int, bool) { return scanLiteral(b, i) }
+
+// AppendRaw appends a JSON value held as bytes; none (nil or empty) is
+// null, as a nil json.RawMessage is written.
+func AppendRaw(b, raw []byte) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
+}

@@ -65,6 +65,9 @@ type PlanSpecs struct {
 // that finds its resource no longer at its version asks for the
 // transaction to run again.
 func (tx *Tx) WriteResources(ctx context.Context, envID string, w ResourceWrites) error {
+	if err := tx.beforeApplyWrite(); err != nil {
+		return err
+	}
 	if tx.sqlite {
 		return tx.writeResourcesEach(ctx, envID, w)
 	}
@@ -350,18 +353,16 @@ type ApplyRecord struct {
 // longer claimable: the caller rolls back. pruned is how many revisions
 // were pruned.
 func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded bool, pruned int, err error) {
+	if err := tx.beforeApplyWrite(); err != nil {
+		return false, 0, err
+	}
 	if tx.sqlite {
 		if err := tx.writeResourcesEach(ctx, r.EnvironmentID, r.Writes); err != nil {
 			return false, 0, err
 		}
 		return tx.recordApplyOutcomeEach(ctx, r)
 	}
-	var parts []string
-	var args []any
-	add := func(name, sql string, a ...any) {
-		parts = append(parts, name+" AS ("+sql+" RETURNING 1)")
-		args = append(args, a...)
-	}
+	var q withQuery
 	// The resource writes run in their order; the last one is a CTE of
 	// the record: the record's CTEs touch no resource, so that running
 	// concurrently with them changes nothing, and a round trip is saved.
@@ -375,49 +376,29 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 				return false, 0, err
 			}
 		}
-		add("w", last.sql, last.args...)
+		q.add("w", last.sql, last.args...)
 		written = "SELECT count(*) FROM w"
 	}
 	if len(r.Kinds) > 0 {
-		add("g", "UPDATE type_states SET generation = generation + 1 WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))",
+		q.add("g", "UPDATE type_states SET generation = generation + 1 WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))",
 			r.EnvironmentID, mustRecords(r.Kinds))
-		add("e", "UPDATE environments SET generation = generation + 1 WHERE id = ?", r.EnvironmentID)
+		q.add("e", "UPDATE environments SET generation = generation + 1 WHERE id = ?", r.EnvironmentID)
 	}
-	prune := "SELECT 0"
-	var revision func()
-	if r.Revision != nil {
-		types, _ := json.Marshal(r.Revision.Types)
-		counts, _ := json.Marshal(r.Revision.Counts)
-		// The resources go as the bytes they are: string(r.Resources) would
-		// be one more copy of the revision (up to 10 MiB) while it is sent.
-		// The parameter is json by its cast, which pgx encodes from bytes
-		// as they are. It is the statement's last (see below).
-		revision = func() {
-			add("r", `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, created_at, expires_at, resources)
-				VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?::json)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
-				r.Revision.CreatedAt, r.Revision.ExpiresAt, r.Resources)
-		}
-		// The statement does not see the revision it inserts: of the
-		// others, the Keep-1 newest stay.
-		add("pr", `DELETE FROM config_revisions WHERE environment_id = ? AND id <> ? AND (expires_at <= ? OR id IN (
-			SELECT id FROM config_revisions WHERE environment_id = ? AND id <> ? ORDER BY id DESC OFFSET ?))`,
-			r.EnvironmentID, r.Revision.ID, tx.Now, r.EnvironmentID, r.Revision.ID, max(r.Keep-1, 0))
-		prune = "SELECT count(*) FROM pr"
-	}
+	prune, revision := tx.addRevision(&q, r)
 	if len(r.Logs) > 0 {
-		add("l", `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
+		q.add("l", `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
 			SELECT ?, t.id, t.type, t.created_at, t.api_key_id, t.request_id, t.plan_id, t.revision_id, t.data
 			FROM jsonb_to_recordset(?::jsonb) AS t(id text, type text, created_at timestamptz, api_key_id text, request_id text,
 				plan_id text, revision_id text, data jsonb)`, r.EnvironmentID, logRecords(r.Logs))
 	}
 	set, setArgs := appliedSet(r.Applied, tx.Now)
 	cond, condArgs := heldBy(r.Plan, r.Token, tx.Now)
-	add("p", "UPDATE config_plans SET "+set+" WHERE "+cond, append(setArgs, condArgs...)...)
+	q.add("p", "UPDATE config_plans SET "+set+" WHERE "+cond, append(setArgs, condArgs...)...)
 	if len(r.Events) > 0 {
 		// Recorded with the plan's update, as a transition's are.
 		events, evArgs := eventFrom("(SELECT 1 FROM p) AS pe", tx.Now, r.Events...)
-		parts = append(parts, "ev AS ("+events+" RETURNING 1)")
-		args = append(args, evArgs...)
+		q.parts = append(q.parts, "ev AS ("+events+" RETURNING 1)")
+		q.args = append(q.args, evArgs...)
 	}
 	// The revision's resources are the last parameter: pgx appends every
 	// parameter to one buffer, and a parameter appended after them grows
@@ -426,26 +407,59 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 	if revision != nil {
 		revision()
 	}
-	sql := "WITH "
-	for i, p := range parts {
-		if i > 0 {
-			sql += ", "
-		}
-		sql += p
-	}
-	sql += " SELECT (SELECT count(*) FROM p) AS recorded, (" + prune + ") AS pruned, (" + written + ") AS written"
+	sql := "WITH " + strings.Join(q.parts, ", ") +
+		" SELECT (SELECT count(*) FROM p) AS recorded, (" + prune + ") AS pruned, (" + written + ") AS written"
 	var out struct {
 		Recorded int
 		Pruned   int
 		Written  int
 	}
-	if err := scanRaw(tx.q(ctx).Raw(sql, args...), &out); err != nil {
+	if err := scanRaw(tx.q(ctx).Raw(sql, q.args...), &out); err != nil {
 		return false, 0, err
 	}
 	if out.Written != last.n {
 		return false, 0, ErrRetry(fmt.Sprintf("%s: %d of %d rows at their version", last.what, out.Written, last.n))
 	}
 	return out.Recorded > 0, out.Pruned, nil
+}
+
+// withQuery gathers the CTEs of one WITH statement and their parameters.
+type withQuery struct {
+	parts []string
+	args  []any
+}
+
+// add adds the CTE name, a write that returns a row per row written.
+func (q *withQuery) add(name, sql string, a ...any) {
+	q.parts = append(q.parts, name+" AS ("+sql+" RETURNING 1)")
+	q.args = append(q.args, a...)
+}
+
+// addRevision adds the prune of the environment's revisions to q, and
+// returns the select of its count and the insert of the revision, which
+// the caller adds last (its resources are the statement's last parameter).
+// Without a revision it adds nothing.
+func (tx *Tx) addRevision(q *withQuery, r ApplyRecord) (prune string, insert func()) {
+	if r.Revision == nil {
+		return "SELECT 0", nil
+	}
+	types, _ := json.Marshal(r.Revision.Types)
+	counts, _ := json.Marshal(r.Revision.Counts)
+	// The resources go as the bytes they are: string(r.Resources) would
+	// be one more copy of the revision (up to 10 MiB) while it is sent.
+	// The parameter is json by its cast, which pgx encodes from bytes
+	// as they are.
+	insert = func() {
+		q.add("r", `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, created_at, expires_at, resources)
+			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?::json)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
+			r.Revision.CreatedAt, r.Revision.ExpiresAt, r.Resources)
+	}
+	// The statement does not see the revision it inserts: of the
+	// others, the Keep-1 newest stay.
+	q.add("pr", `DELETE FROM config_revisions WHERE environment_id = ? AND id <> ? AND (expires_at <= ? OR id IN (
+		SELECT id FROM config_revisions WHERE environment_id = ? AND id <> ? ORDER BY id DESC OFFSET ?))`,
+		r.EnvironmentID, r.Revision.ID, tx.Now, r.EnvironmentID, r.Revision.ID, max(r.Keep-1, 0))
+	return "SELECT count(*) FROM pr", insert
 }
 
 // recordApplyOutcomeEach is RecordApplyOutcome one statement at a time.

@@ -7,7 +7,12 @@
 //
 // The plan's life is a set of named transitions (ClaimPlan, RenewLease,
 // RecordApply, FinishPlan, ReleasePlan, MarkConflicted, MarkExpired,
-// RecordEvent): no SQL about plans is written anywhere else.
+// RecordEvent): no SQL about plans is written anywhere else. It is the one
+// owner of every table, config_revisions included (the revisions package
+// keeps a revision's types and encoding).
+//
+// A comment's "§N" is a section, and "row N" a row of the apply's error table
+// (§6), of the contract as docs/contract.md states it.
 package configdb
 
 import (
@@ -21,13 +26,19 @@ import (
 	"gorm.io/gorm"
 )
 
-// Options are the retry policy of transactions.
+// Options are the retry policy of transactions, their observer, and the
+// seam that tests write through.
 type Options struct {
 	// MaxTxAttempts bounds the runs of a transaction after serialization
 	// failures and deadlocks (8 when zero).
 	MaxTxAttempts int
 	// OnTxRetry is called when a transaction is run again.
 	OnTxRetry func()
+	// BeforeApplyWrite is a test option: it runs inside an apply's
+	// transaction just before its writes (WriteResources,
+	// RecordApplyOutcome), so that a test can force a failure there. Nil in
+	// production.
+	BeforeApplyWrite func(tx *gorm.DB) error
 }
 
 // DB is the configuration database. Its reads run on the pool; its writes
@@ -39,12 +50,29 @@ type DB struct {
 }
 
 // New wraps an opened database (PostgreSQL or SQLite); now is the clock
-// every transaction reads once.
+// every transaction reads once (nil: the real time), read in UTC and to the
+// microsecond, as the database stores it.
 func New(g *gorm.DB, now func() time.Time, opts Options) *DB {
 	if opts.MaxTxAttempts <= 0 {
 		opts.MaxTxAttempts = 8
 	}
-	return &DB{Reader: Reader{g: g, sqlite: isSQLite(g)}, now: now, opts: opts}
+	if now == nil {
+		now = time.Now
+	}
+	clock := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
+	return &DB{Reader: Reader{g: g, sqlite: isSQLite(g)}, now: clock, opts: opts}
+}
+
+// MaxTxAttempts is the bound on the runs of one transaction.
+func (d *DB) MaxTxAttempts() int { return d.opts.MaxTxAttempts }
+
+// Ping reports whether the database answers.
+func (d *DB) Ping(ctx context.Context) error {
+	sqlDB, err := d.g.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
 }
 
 // Tx is one transaction: every write of the domain goes through one.
@@ -52,11 +80,18 @@ type Tx struct {
 	Reader
 	// Now is the time of the transaction: every row it writes carries it.
 	Now time.Time
+	// seam is Options.BeforeApplyWrite.
+	seam func(*gorm.DB) error
 }
 
-// Gorm returns the transaction's handle, for the test hooks that write
-// beside the domain.
-func (tx *Tx) Gorm() *gorm.DB { return tx.g }
+// beforeApplyWrite runs the test seam, when there is one, before an
+// apply's writes.
+func (tx *Tx) beforeApplyWrite() error {
+	if tx.seam == nil {
+		return nil
+	}
+	return tx.seam(tx.g)
+}
 
 // Reader holds the loaders, on the pool (DB.Reader) or in a transaction
 // (Tx.Reader), so that a loader serves both.
@@ -83,7 +118,7 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 	for attempt := 1; ; attempt++ {
 		committing := false
 		err = d.g.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-			tx := &Tx{Reader: Reader{g: g, sqlite: d.sqlite}, Now: d.now()}
+			tx := &Tx{Reader: Reader{g: g, sqlite: d.sqlite}, Now: d.now(), seam: d.opts.BeforeApplyWrite}
 			if attempt > 1 && d.sqlite {
 				if err := lockForRetry(g); err != nil {
 					return err
@@ -104,6 +139,18 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 			return err
 		}
 	}
+}
+
+// InTxV is InTx for a unit of work that answers a value: the value of its
+// last run, with InTx's error.
+func InTxV[T any](ctx context.Context, d *DB, iso sql.IsolationLevel, fn func(tx *Tx) (T, error)) (T, error) {
+	var out T
+	err := d.InTx(ctx, iso, func(tx *Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
 }
 
 // again decides, after the attempt-th run of a unit of work failed with
@@ -147,7 +194,7 @@ func (d *DB) InStatement(ctx context.Context, fn func(tx *Tx) error) error {
 		return d.InTx(ctx, sql.LevelDefault, fn)
 	}
 	for attempt := 1; ; attempt++ {
-		err := fn(&Tx{Reader: Reader{g: d.g}, Now: d.now()})
+		err := fn(&Tx{Reader: Reader{g: d.g}, Now: d.now(), seam: d.opts.BeforeApplyWrite})
 		if outcomeUnknown(ctx, err) {
 			return fmt.Errorf("%w: %w: %w", ErrCommitUnknown, ErrUnavailable, err)
 		}

@@ -140,29 +140,7 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 	if err != nil {
 		return Head{}, nil, err
 	}
-	sql := `h AS (SELECT true AS head, (SELECT jsonb_object_agg(kind, generation) FROM type_states
-				WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))) AS generations,
-			(SELECT policies FROM environment_policies WHERE environment_id = ?) AS policies`
-	args := []any{envID, mustRecords(kinds), envID}
-	if forApply {
-		lock, lockArgs := `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE), `, []any{envID}
-		claimed := "false"
-		if claim != nil {
-			// The environment's row is read once the plan's is locked: the
-			// condition on c is an InitPlan of l's scan, run before l's
-			// row is locked.
-			q, env, id := claim.Plan.where()
-			lock = `WITH c AS (SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) FROM config_plans WHERE ` + q + ` AND ` + claimable +
-				` FOR NO KEY UPDATE NOWAIT), l AS (SELECT id FROM "environments" WHERE id = ? AND (SELECT count(*) FROM c) >= 0 FOR NO KEY UPDATE), `
-			lockArgs = []any{applyKeyLock + claim.Fingerprint, env, id, tx.Now, tx.Now, envID}
-			claimed = "(SELECT count(*) > 0 FROM c)"
-		}
-		sql = lock + sql + `, (SELECT count(*) FROM l) AS locked, ` + claimed + ` AS claimable)`
-		args = append(lockArgs, args...)
-	} else {
-		sql = `WITH ` + sql + `, (SELECT jsonb_object_agg(connection_id, material_hash) FROM connection_materials WHERE environment_id = ?) AS material)`
-		args = append(args, envID)
-	}
+	sql, args := tx.headQuery(envID, kinds, forApply, claim)
 	if len(qs) > 0 {
 		sql += ` SELECT h.*, r.* FROM (` + qs[0].sql + `) AS r FULL JOIN h ON false`
 		args = append(args, qs[0].args...)
@@ -217,6 +195,36 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 		}
 	}
 	return h, resources, nil
+}
+
+// headQuery is the WITH part of readHead's statement: the head's CTE h,
+// after the locks of an apply (l, and c for a claim) or with the confirmed
+// material of a plan.
+func (tx *Tx) headQuery(envID string, kinds []string, forApply bool, claim *Claim) (sql string, args []any) {
+	sql = `h AS (SELECT true AS head, (SELECT jsonb_object_agg(kind, generation) FROM type_states
+				WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))) AS generations,
+			(SELECT policies FROM environment_policies WHERE environment_id = ?) AS policies`
+	args = []any{envID, mustRecords(kinds), envID}
+	if forApply {
+		lock, lockArgs := `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE), `, []any{envID}
+		claimed := "false"
+		if claim != nil {
+			// The environment's row is read once the plan's is locked: the
+			// condition on c is an InitPlan of l's scan, run before l's
+			// row is locked.
+			q, env, id := claim.Plan.where()
+			lock = `WITH c AS (SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) FROM config_plans WHERE ` + q + ` AND ` + claimable +
+				` FOR NO KEY UPDATE NOWAIT), l AS (SELECT id FROM "environments" WHERE id = ? AND (SELECT count(*) FROM c) >= 0 FOR NO KEY UPDATE), `
+			lockArgs = []any{applyKeyLock + claim.Fingerprint, env, id, tx.Now, tx.Now, envID}
+			claimed = "(SELECT count(*) > 0 FROM c)"
+		}
+		sql = lock + sql + `, (SELECT count(*) FROM l) AS locked, ` + claimed + ` AS claimable)`
+		args = append(lockArgs, args...)
+	} else {
+		sql = `WITH ` + sql + `, (SELECT jsonb_object_agg(connection_id, material_hash) FROM connection_materials WHERE environment_id = ?) AS material)`
+		args = append(args, envID)
+	}
+	return sql, args
 }
 
 // readHeadEach is readHead one statement at a time, for SQLite.

@@ -195,7 +195,7 @@ func (d *DB) CreatePlan(ctx context.Context, now time.Time, row *PlanRow, ev Pla
 			return tx.InsertPlan(ctx, row, ev)
 		})
 	}
-	tx := &Tx{Reader: d.Reader, Now: now}
+	tx := &Tx{Reader: d.Reader, Now: now, seam: d.opts.BeforeApplyWrite}
 	inFlight := false // an earlier attempt may have stored the plan
 	for attempt := 1; ; attempt++ {
 		stored, err := tx.insertPlanOnce(ctx, row, ev)
@@ -233,7 +233,7 @@ func (d *DB) Reads(ctx context.Context, now time.Time, fn func(tx *Tx) error) er
 		})
 	}
 	for attempt := 1; ; attempt++ {
-		err := fn(&Tx{Reader: d.Reader, Now: now})
+		err := fn(&Tx{Reader: d.Reader, Now: now, seam: d.opts.BeforeApplyWrite})
 		if retry, err := d.again(ctx, attempt, err); !retry {
 			return err
 		}

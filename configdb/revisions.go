@@ -3,46 +3,127 @@ package configdb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/keenauth/configplans/revisions"
+	"gorm.io/gorm"
 )
 
-// The revisions package keeps the revisions' table; these are its
-// operations in the units of work of this package.
+// config_revisions is this package's alone: the revisions package holds a
+// revision's types and the encoding of its resources.
 
-// RecordRevision stores a revision with its encoded resources.
+// revisionRow is a row of config_revisions.
+type revisionRow struct {
+	EnvironmentID string `gorm:"primaryKey"`
+	ID            string `gorm:"primaryKey"`
+	PlanID        string
+	Types         []byte `gorm:"type:jsonb"`
+	Counts        []byte `gorm:"type:jsonb"`
+	Resources     []byte `gorm:"type:json"`
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+}
+
+func (revisionRow) TableName() string { return "config_revisions" }
+
+// RecordRevision stores a revision with its encoded resources (the output
+// of revisions.Encode).
 func (tx *Tx) RecordRevision(rev revisions.Revision, resources []byte) error {
-	return revisions.Record(tx.g, rev, resources)
+	types, _ := json.Marshal(rev.Types)
+	counts, _ := json.Marshal(rev.Counts)
+	return tx.g.Create(&revisionRow{EnvironmentID: rev.EnvironmentID, ID: rev.ID, PlanID: rev.PlanID, Types: types, Counts: counts,
+		Resources: resources, CreatedAt: rev.CreatedAt, ExpiresAt: rev.ExpiresAt}).Error
 }
 
 // PruneRevisions deletes the revisions of an environment past the keep
 // newest or past their age; it returns how many.
 func (tx *Tx) PruneRevisions(envID string, keep int) (int, error) {
-	return revisions.Prune(tx.g, envID, keep, tx.Now)
+	noLimit := "" // SQLite has no OFFSET without a LIMIT, and spells "no limit" -1
+	if tx.sqlite {
+		noLimit = "LIMIT -1 "
+	}
+	res := tx.g.Exec(`DELETE FROM config_revisions WHERE environment_id = ? AND (expires_at <= ? OR id IN (
+		SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC `+noLimit+`OFFSET ?))`, envID, tx.Now, envID, keep)
+	return int(res.RowsAffected), res.Error
 }
 
 // PruneRevisionBatch deletes up to limit revisions of an environment past
-// the keep newest or past their age; it returns how many.
+// the keep newest or past their age; it returns how many. Every statement
+// names the environment, so each runs on one shard when the tables are
+// distributed by environment_id.
 func (d *DB) PruneRevisionBatch(ctx context.Context, envID string, keep, limit int) (int, error) {
-	n, err := revisions.PruneBatch(ctx, d.g, envID, keep, d.now(), limit)
-	return n, interpretError(err)
+	var ids []string
+	err := d.q(ctx).Raw(`SELECT id FROM config_revisions WHERE environment_id = ? AND (expires_at <= ? OR id < COALESCE(
+		(SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?), ''))
+		ORDER BY id LIMIT ?`, envID, d.now(), envID, keep-1, limit).Scan(&ids).Error
+	if err != nil || len(ids) == 0 {
+		return 0, interpretError(err)
+	}
+	res := d.q(ctx).Exec(`DELETE FROM config_revisions WHERE environment_id = ? AND id IN ?`, envID, ids)
+	return int(res.RowsAffected), interpretError(res.Error)
+}
+
+// visibleRevisions is the condition of a revision that may be returned:
+// unexpired and among the keep most recent of its environment.
+func visibleRevisions(q *gorm.DB, envID string, keep int, now time.Time) *gorm.DB {
+	return q.Where("environment_id = ? AND expires_at > ? AND id >= COALESCE((SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?), '')",
+		envID, now, envID, keep-1)
 }
 
 // GetRevision reads a revision that is still kept (revisions.ErrNotFound).
 func (d *DB) GetRevision(ctx context.Context, envID, id string, keep int) (*revisions.Revision, error) {
-	rev, err := revisions.Get(ctx, d.g, envID, id, keep, d.now())
-	if err != nil && !errors.Is(err, revisions.ErrNotFound) {
-		err = interpretError(err)
+	var r revisionRow
+	err := visibleRevisions(d.q(ctx), envID, keep, d.now()).Where("id = ?", id).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, revisions.ErrNotFound
 	}
-	return rev, err
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return decodeRevision(r, true)
 }
 
-// ListRevisions reads a page of the revisions still kept, newest first.
+// ListRevisions reads a page of the revisions still kept, newest first,
+// without their resources: up to limit+1 older than before (when set).
 func (d *DB) ListRevisions(ctx context.Context, envID, before string, limit, keep int) ([]*revisions.Revision, error) {
-	revs, err := revisions.List(ctx, d.g, envID, before, limit, keep, d.now())
-	return revs, interpretError(err)
+	q := visibleRevisions(d.q(ctx).Omit("resources"), envID, keep, d.now())
+	if before != "" {
+		q = q.Where("id < ?", before)
+	}
+	var rows []revisionRow
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]*revisions.Revision, 0, len(rows))
+	for _, r := range rows {
+		rev, err := decodeRevision(r, false)
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, rev)
+	}
+	return out, nil
+}
+
+func decodeRevision(r revisionRow, withResources bool) (*revisions.Revision, error) {
+	rev := &revisions.Revision{EnvironmentID: r.EnvironmentID, ID: r.ID, PlanID: r.PlanID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+	if err := json.Unmarshal(r.Types, &rev.Types); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(r.Counts, &rev.Counts); err != nil {
+		return nil, err
+	}
+	if withResources {
+		rs, err := revisions.DecodeResources(r.Resources)
+		if err != nil {
+			return nil, err
+		}
+		rev.Resources = rs
+	}
+	return rev, nil
 }
 
 // LoadSpecs reads the version and spec now of the resources of whole kinds

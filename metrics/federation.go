@@ -12,6 +12,9 @@ import (
 // operation (put_oidc, get_oidc, test_oidc) and outcome (ok, rejected,
 // not_found, unauthorized, unavailable, canceled, error).
 func (m *Metrics) Federation(c federation.Client) federation.Client {
+	if !federation.Configured(c) {
+		return c // nothing is called: the domain refuses first
+	}
 	return &timedFederation{next: c, m: m}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/service"
 )
@@ -112,17 +113,23 @@ func (m *Metrics) RegisterFailOpens(component string, f Failures) {
 		func() float64 { return float64(f.FailOpens()) }))
 }
 
-// Plans returns h with the metrics' hooks added; hooks already in h still
-// run. The federation client, when there is one, is wrapped to time its
-// calls.
-func (m *Metrics) Plans(h plans.Hooks) plans.Hooks {
-	onRetry, onPruned, onApply, onCreated := h.OnTxRetry, h.OnRevisionsPruned, h.OnApply, h.OnPlanCreated
-	h.OnTxRetry = func() {
+// Storage returns o with the count of transaction retries added; an
+// OnTxRetry already in o still runs.
+func (m *Metrics) Storage(o configdb.Options) configdb.Options {
+	onRetry := o.OnTxRetry
+	o.OnTxRetry = func() {
 		m.txRetries.Inc()
 		if onRetry != nil {
 			onRetry()
 		}
 	}
+	return o
+}
+
+// Plans returns h with the metrics' hooks added; hooks already in h still
+// run.
+func (m *Metrics) Plans(h plans.Hooks) plans.Hooks {
+	onPruned, onApply, onCreated := h.OnRevisionsPruned, h.OnApply, h.OnPlanCreated
 	h.OnRevisionsPruned = func(n int) {
 		m.revisionsPruned.Add(float64(n))
 		if onPruned != nil {
@@ -147,9 +154,6 @@ func (m *Metrics) Plans(h plans.Hooks) plans.Hooks {
 		if onCreated != nil {
 			onCreated(outcome)
 		}
-	}
-	if h.Federation != nil {
-		h.Federation = m.Federation(h.Federation)
 	}
 	return h
 }

@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -12,8 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config/displayname"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/migrations"
-	"github.com/keenauth/configplans/plans/displayname"
 	"github.com/keenauth/configplans/revisions"
 	"github.com/keenauth/configplans/test/testdb"
 )
@@ -429,7 +431,8 @@ func TestRevisionsReadTheSameAfterTheResourcesBecomeJSON(t *testing.T) {
 	if diff := cmp.Diff([]string{"0007_revision_resources_json"}, applied); diff != "" {
 		t.Fatalf("applied (-want +got):\n%s", diff)
 	}
-	got, err := revisions.Get(context.Background(), db, "env_1", "cfgr_1", 50, now)
+	store := configdb.New(db, func() time.Time { return now }, configdb.Options{})
+	got, err := store.GetRevision(context.Background(), "env_1", "cfgr_1", 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +445,7 @@ func TestRevisionsReadTheSameAfterTheResourcesBecomeJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	rev.ID = "cfgr_2"
-	if err := revisions.Record(db, rev, enc); err != nil {
+	if err := store.InTx(context.Background(), sql.LevelReadCommitted, func(tx *configdb.Tx) error { return tx.RecordRevision(rev, enc) }); err != nil {
 		t.Fatal(err)
 	}
 	var stored string
@@ -452,7 +455,7 @@ func TestRevisionsReadTheSameAfterTheResourcesBecomeJSON(t *testing.T) {
 	if stored != string(enc) || !strings.Contains(stored, string(want)) {
 		t.Errorf("stored %s\nEncode  %s\nwant the spec %s in it", stored, enc, want)
 	}
-	if got, err = revisions.Get(context.Background(), db, "env_1", "cfgr_2", 50, now); err != nil {
+	if got, err = store.GetRevision(context.Background(), "env_1", "cfgr_2", 50); err != nil {
 		t.Fatal(err)
 	}
 	var back []revisions.Resource

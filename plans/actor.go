@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"github.com/keenauth/configplans/config"
 	"slices"
 	"time"
 )
@@ -55,7 +56,7 @@ func (a Actor) Require(perms ...string) error {
 	if a.Can(perms) {
 		return nil
 	}
-	return &Error{Code: CodeInsufficientPermissions, Detail: "the API key lacks a permission this request needs",
+	return &config.Error{Code: config.CodeInsufficientPermissions, Detail: "the API key lacks a permission this request needs",
 		Extra: map[string]any{"required_permissions": perms}}
 }
 

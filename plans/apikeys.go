@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -17,7 +18,7 @@ import (
 const SecretPrefix = "ksk_"
 
 // ErrUnauthenticated: the key is missing, malformed, unknown or revoked.
-var ErrUnauthenticated = &Error{Code: CodeUnauthenticated, Detail: "a valid API key is required"}
+var ErrUnauthenticated = &config.Error{Code: config.CodeUnauthenticated, Detail: "a valid API key is required"}
 
 // CreatedKey is a new API key with its secret, shown once.
 type CreatedKey struct {
@@ -32,15 +33,15 @@ type CreatedKey struct {
 // primary key, then compares a SHA-256 of the whole secret in constant time.
 func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (CreatedKey, error) {
 	known := map[string]bool{}
-	for _, p := range AllPermissions() {
+	for _, p := range config.AllPermissions() {
 		known[p] = true
 	}
 	for _, p := range perms {
 		if !known[p] {
-			return CreatedKey{}, Errorf(CodeValidationFailed, "unknown permission %q", p)
+			return CreatedKey{}, config.Errorf(config.CodeValidationFailed, "unknown permission %q", p)
 		}
 	}
-	if !ValidID(PrefixEnvironment, envID) {
+	if !config.ValidID(config.PrefixEnvironment, envID) {
 		return CreatedKey{}, fmt.Errorf("environment %q: %w", envID, ErrNotFound)
 	}
 	if ok, err := s.db.EnvironmentExists(ctx, envID); err != nil {
@@ -48,10 +49,10 @@ func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (
 	} else if !ok {
 		return CreatedKey{}, fmt.Errorf("environment %s: %w", envID, ErrNotFound)
 	}
-	id := NewID(PrefixAPIKey)
-	secret := SecretPrefix + strings.TrimPrefix(envID, PrefixEnvironment) + strings.TrimPrefix(id, PrefixAPIKey) + randomBase32(32)
+	id := config.NewID(config.PrefixAPIKey)
+	secret := SecretPrefix + strings.TrimPrefix(envID, config.PrefixEnvironment) + strings.TrimPrefix(id, config.PrefixAPIKey) + config.RandomBase32(32)
 	sum := sha256.Sum256([]byte(secret))
-	row := configdb.APIKey{EnvironmentID: envID, ID: id, SecretHash: sum[:], Permissions: mustJSON(sortedUnique(perms))}
+	row := configdb.APIKey{EnvironmentID: envID, ID: id, SecretHash: sum[:], Permissions: config.MustJSON(sortedUnique(perms))}
 	if err := s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.CreateAPIKey(ctx, &row) }); err != nil {
 		return CreatedKey{}, err
 	}
@@ -62,7 +63,7 @@ func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (
 // environment first (the one read by key id alone, for `keenauthd key
 // revoke` without --env), then revokes it as RevokeEnvironmentKey does.
 func (s *Service) RevokeKey(ctx context.Context, keyID string) error {
-	if !ValidID(PrefixAPIKey, keyID) {
+	if !config.ValidID(config.PrefixAPIKey, keyID) {
 		return fmt.Errorf("key %q: %w", keyID, ErrNotFound)
 	}
 	envID, err := s.db.APIKeyEnvironment(ctx, keyID)
@@ -82,7 +83,7 @@ func (s *Service) RevokeKey(ctx context.Context, keyID string) error {
 // told the error is a *RevocationNotPublished, and the key is revoked all
 // the same.
 func (s *Service) RevokeEnvironmentKey(ctx context.Context, envID, keyID string) error {
-	if !ValidID(PrefixAPIKey, keyID) || !ValidID(PrefixEnvironment, envID) {
+	if !config.ValidID(config.PrefixAPIKey, keyID) || !config.ValidID(config.PrefixEnvironment, envID) {
 		return fmt.Errorf("key %q of environment %q: %w", keyID, envID, ErrNotFound)
 	}
 	var exists bool
@@ -126,8 +127,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error
 	if !ok || len(body) != 26+26+32 {
 		return Actor{}, ErrUnauthenticated
 	}
-	envID, keyID := PrefixEnvironment+body[:26], PrefixAPIKey+body[26:52]
-	if !ValidID(PrefixEnvironment, envID) || !ValidID(PrefixAPIKey, keyID) {
+	envID, keyID := config.PrefixEnvironment+body[:26], config.PrefixAPIKey+body[26:52]
+	if !config.ValidID(config.PrefixEnvironment, envID) || !config.ValidID(config.PrefixAPIKey, keyID) {
 		return Actor{}, ErrUnauthenticated
 	}
 	k, ok, epoch := s.keys.get(keyID)

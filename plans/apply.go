@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -33,10 +34,10 @@ type ApplyResult struct {
 // the plan's read permissions and the write permission of every type with a
 // change other than no_op.
 func ApplyPermissions(p *Plan) []string {
-	perms := readPerms(p.Types, PermConfigWrite)
+	perms := readPerms(p.Types, config.PermConfigWrite)
 	for _, c := range p.Changes {
 		if c.Action != ActionNoOp {
-			info, _ := LookupKind(c.Kind)
+			info, _ := config.LookupKind(c.Kind)
 			perms = append(perms, info.WritePerm)
 		}
 	}
@@ -99,7 +100,7 @@ func (pa *PendingApply) observe(res ApplyResult, err error) {
 func (s *Service) Apply(ctx context.Context, a Actor, planID string, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
 	pa, replay, err := s.PrepareApply(ctx, a, planID, opt)
 	if err != nil || replay != nil {
-		return deref(replay), err
+		return config.Deref(replay), err
 	}
 	return pa.Run(ctx, req)
 }
@@ -113,7 +114,7 @@ func (pa *PendingApply) Run(ctx context.Context, req *ApplyRequest) (result Appl
 		return ApplyResult{}, err
 	}
 	if err := s.checkRequest(ctx, a, p, req); err != nil {
-		var de *Error
+		var de *config.Error
 		if errors.As(err, &de) && !pa.opt.ValidateOnly {
 			s.recordRejection(ctx, a, p, de)
 		}
@@ -140,14 +141,14 @@ func (pa *PendingApply) Run(ctx context.Context, req *ApplyRequest) (result Appl
 func (s *Service) checkRequest(ctx context.Context, a Actor, p *Plan, req *ApplyRequest) error {
 	confirmed, problems := req.Check(p)
 	if len(problems) > 0 {
-		return Problems(CodeValidationFailed, problems)
+		return config.Problems(config.CodeValidationFailed, problems)
 	}
 	if err := s.checkConfirmations(ctx, a, p, confirmed); err != nil {
 		return err
 	}
 	for _, c := range p.Changes {
 		if c.RequiresSecret && !c.WritesMaterial {
-			return &Error{Code: CodeNotImplemented,
+			return &config.Error{Code: config.CodeNotImplemented,
 				Detail: fmt.Sprintf("%s needs a social connection's client secret, which cannot be written yet; nothing was written", resourceRef(c.Kind, c.Key))}
 		}
 	}
@@ -242,30 +243,22 @@ func (s *Service) releaseOnPanic(ctx context.Context, a Actor, p *Plan, h hold) 
 func (s *Service) runApplyTx(ctx context.Context, a Actor, p *Plan, opt ApplyOptions, h hold) (out *applied, known bool, err error) {
 	applyCtx, cancel := context.WithTimeout(ctx, s.cfg.ApplyLease/2)
 	defer cancel()
-	run := s.applyRun(applyCtx, a, p, opt, h)
+	run := func() (*applied, error) {
+		return configdb.InTxV(applyCtx, s.db, sql.LevelRepeatableRead, func(tx *configdb.Tx) (*applied, error) {
+			return s.applyTx(applyCtx, tx, a, p, opt, h)
+		})
+	}
 	if out, err = run(); errors.Is(err, ErrCommitUnknown) {
 		return s.resolveApplyCommit(ctx, p, h.token, out, err, run)
 	}
 	return out, true, err
 }
 
-// applyRun is one run of the apply's transaction holding the plan by h.
-func (s *Service) applyRun(ctx context.Context, a Actor, p *Plan, opt ApplyOptions, h hold) func() (*applied, error) {
-	return func() (out *applied, err error) {
-		err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
-			var err error
-			out, err = s.applyTx(ctx, tx, a, p, opt, h)
-			return err
-		})
-		return out, err
-	}
-}
-
 // claimThenApply claims the plan, runs the apply's transaction and, for a
 // plan with OIDC material, the federation writes; a claim that does not
 // apply is released.
 func (s *Service) claimThenApply(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, opt ApplyOptions) (ApplyResult, error) {
-	token := randomBase32(26)
+	token := config.RandomBase32(26)
 	h := hold{token: token}
 	if err := s.claim(ctx, a, p, token, opt.IdempotencyFingerprint); err != nil {
 		var done *appliedByKey
@@ -302,14 +295,14 @@ func (s *Service) claimThenApply(ctx context.Context, a Actor, p *Plan, req *App
 // and answers it: a domain error as it is, the database's trouble as
 // service_unavailable.
 func (s *Service) failedApply(ctx context.Context, a Actor, p *Plan, h hold, err error) error {
-	var de *Error
+	var de *config.Error
 	if errors.As(err, &de) {
 		return s.release(ctx, a, p, h, de)
 	}
 	s.log.ErrorContext(ctx, "apply failed", "plan_id", p.ID, "error", err)
 	_ = s.release(ctx, a, p, h, nil)
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Code: CodeServiceUnavailable, Detail: "the directory is temporarily unavailable; nothing was written",
+		return &config.Error{Code: config.CodeServiceUnavailable, Detail: "the directory is temporarily unavailable; nothing was written",
 			Extra: map[string]any{"retry_after": 1}}
 	}
 	return err
@@ -333,13 +326,13 @@ func retryOfKey(p *Plan, fingerprint string) (replay bool, err error) {
 	return false, nil
 }
 
-func errKeyInUse() *Error {
-	return &Error{Code: CodeIdempotencyKeyInUse, Detail: "a request with this Idempotency-Key is still applying the plan",
+func errKeyInUse() *config.Error {
+	return &config.Error{Code: config.CodeIdempotencyKeyInUse, Detail: "a request with this Idempotency-Key is still applying the plan",
 		Extra: map[string]any{"retry_after": 1}}
 }
 
-func errBeingApplied() *Error {
-	return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is being applied", Extra: map[string]any{"plan_status": StatusApplying}}
+func errBeingApplied() *config.Error {
+	return &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan is being applied", Extra: map[string]any{"plan_status": StatusApplying}}
 }
 
 // appliedByKey reports that a claim lost to the request that holds the
@@ -356,12 +349,12 @@ func (s *Service) checkApplicable(ctx context.Context, a Actor, p *Plan, validat
 	case StatusPlanned:
 		return nil
 	case StatusExpired:
-		if !validateOnly && p.storedStatus != StatusExpired {
+		if !validateOnly && Status(p.storedStatus) != StatusExpired {
 			s.markExpired(ctx, a, p)
 		}
-		return &Error{Code: CodeConfigPlanExpired, Detail: "the plan's validity is over; create a new plan"}
+		return &config.Error{Code: config.CodeConfigPlanExpired, Detail: "the plan's validity is over; create a new plan"}
 	default:
-		return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is " + p.Status + " and cannot be applied",
+		return &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan is " + string(p.Status) + " and cannot be applied",
 			Extra: map[string]any{"plan_status": p.Status}}
 	}
 }
@@ -386,7 +379,7 @@ func (s *Service) checkConfirmations(ctx context.Context, a Actor, p *Plan, conf
 }
 
 // recordRejection records a rejection of a plan that was not claimed.
-func (s *Service) recordRejection(ctx context.Context, a Actor, p *Plan, e *Error) {
+func (s *Service) recordRejection(ctx context.Context, a Actor, p *Plan, e *config.Error) {
 	err := s.db.InStatementDetached(ctx, func(tx *configdb.Tx) error {
 		return recordEvent(ctx, tx, a, p.ID, "apply_rejected", map[string]any{"code": e.Code})
 	})
@@ -453,10 +446,10 @@ func (s *Service) notClaimed(ctx context.Context, a Actor, p *Plan, fingerprint 
 // config_conflict if it is still claimable. Its history gets apply_started
 // (for the latter) and the rejection. It runs even when the request's
 // context is gone.
-func (s *Service) release(ctx context.Context, a Actor, p *Plan, h hold, e *Error) error {
+func (s *Service) release(ctx context.Context, a Actor, p *Plan, h hold, e *config.Error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	conflict := e != nil && e.Code == CodeConfigConflict
+	conflict := e != nil && e.Code == config.CodeConfigConflict
 	event := "apply_rejected"
 	data := map[string]any{}
 	if e != nil {
@@ -475,7 +468,7 @@ func (s *Service) release(ctx context.Context, a Actor, p *Plan, h hold, e *Erro
 			}
 		}
 	} else {
-		data["code"] = CodeInternalError
+		data["code"] = config.CodeInternalError
 	}
 	ev := *eventRow(a, p.ID, event, data)
 	err := s.db.InStatementDetached(ctx, func(tx *configdb.Tx) error {
@@ -501,7 +494,7 @@ func (s *Service) release(ctx context.Context, a Actor, p *Plan, h hold, e *Erro
 	return e
 }
 
-func kindStrings(ks []Kind) []string {
+func kindStrings(ks []config.Kind) []string {
 	out := make([]string, len(ks))
 	for i, k := range ks {
 		out[i] = string(k)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -14,11 +15,11 @@ type applyState struct {
 	plan *Plan
 	cur  state // the resources the plan's changes need
 	post *postState
-	gens map[Kind]int64 // the generations of the planned and referencing types
+	gens map[config.Kind]int64 // the generations of the planned and referencing types
 	// tests are the last connection tests, by connection id, of the
 	// connections that a change activates.
 	tests    map[string]configdb.ConnectionTest
-	policies Policies
+	policies config.Policies
 }
 
 // applyChecks are rows 13 to 17 of the apply's table (§6), in its order:
@@ -43,11 +44,11 @@ func runApplyChecks(st *applyState) error {
 }
 
 // failing answers code with the problems errs, or nil when there are none.
-func failing(code Code, detail string, errs []FieldError) error {
+func failing(code config.Code, detail string, errs []config.FieldError) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return &Error{Code: code, Detail: detail, Errors: errs}
+	return &config.Error{Code: code, Detail: detail, Errors: errs}
 }
 
 // checkConflicts is row 13: the target changed after planning. A planned
@@ -55,7 +56,7 @@ func failing(code Code, detail string, errs []FieldError) error {
 // or a reference of the plan is now broken.
 func checkConflicts(st *applyState) error {
 	p := st.plan
-	var conflicts []FieldError
+	var conflicts []config.FieldError
 	for i, c := range p.Changes {
 		ref := resourceRef(c.Kind, c.Key)
 		v := 0
@@ -63,41 +64,41 @@ func checkConflicts(st *applyState) error {
 			v = r.Version
 		}
 		if v != p.versions[ref] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeVersionChanged,
+			conflicts = append(conflicts, config.FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: config.CodeVersionChanged,
 				Detail: fmt.Sprintf("%s is at version %d, the plan was made at version %d", ref, v, p.versions[ref])})
 		}
 	}
 	for i, k := range p.Types {
 		if st.gens[k] != p.fingerprints[k] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/types/%d", i), Code: CodeTypeChanged,
+			conflicts = append(conflicts, config.FieldError{Pointer: fmt.Sprintf("/types/%d", i), Code: config.CodeTypeChanged,
 				Detail: fmt.Sprintf("the %s resources changed after planning", k)})
 		}
 	}
 	for i, k := range p.ReferencingTypes {
 		if st.gens[k] != p.fingerprints[k] {
-			conflicts = append(conflicts, FieldError{Pointer: fmt.Sprintf("/referencing_types/%d", i), Code: CodeTypeChanged,
+			conflicts = append(conflicts, config.FieldError{Pointer: fmt.Sprintf("/referencing_types/%d", i), Code: config.CodeTypeChanged,
 				Detail: fmt.Sprintf("the %s resources, which reference a planned type, changed after planning", k)})
 		}
 	}
 	conflicts = append(conflicts, brokenReferences(st)...)
-	return failing(CodeConfigConflict, "the configuration changed after the plan was made; create a new plan", conflicts)
+	return failing(config.CodeConfigConflict, "the configuration changed after the plan was made; create a new plan", conflicts)
 }
 
 // brokenReferences lists the changes whose references no longer resolve,
 // and the deletions (but of connections: row 15) now referenced.
-func brokenReferences(st *applyState) []FieldError {
-	var out []FieldError
+func brokenReferences(st *applyState) []config.FieldError {
+	var out []config.FieldError
 	for i, c := range st.plan.Changes {
 		switch {
 		case c.Action == ActionCreate || c.Action == ActionUpdate:
-			for _, ref := range References(c.Kind, c.Key, c.Spec) {
+			for _, ref := range config.References(c.Kind, c.Key, c.Spec) {
 				if _, detail, ok := st.post.resolve(ref); !ok {
-					out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken, Detail: detail})
+					out = append(out, config.FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: config.CodeReferenceBroken, Detail: detail})
 				}
 			}
-		case c.Action == ActionDelete && c.Kind != KindConnection:
+		case c.Action == ActionDelete && c.Kind != config.KindConnection:
 			if refs := st.post.referrers(c.Kind, c.Key); len(refs) > 0 {
-				out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeReferenceBroken,
+				out = append(out, config.FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: config.CodeReferenceBroken,
 					Detail: fmt.Sprintf("%s is now referenced by %s", resourceRef(c.Kind, c.Key), strings.Join(referrerPhrases(refs, st.post.readable), ", "))})
 			}
 		}
@@ -112,45 +113,45 @@ func brokenReferences(st *applyState) []FieldError {
 // of its kind takes them as they are instead of reading its spec again.
 func checkUniqueValues(st *applyState) error {
 	changes := st.plan.Changes
-	values := make([][]UniqueValue, len(changes))
+	values := make([][]config.UniqueValue, len(changes))
 	planned := make(map[string]plannedValues, len(changes))
 	for i, c := range changes {
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
-			values[i] = UniqueValues(c.Kind, c.Spec)
+			values[i] = config.UniqueValues(c.Kind, c.Spec)
 			planned[resourceRef(c.Kind, c.Key)] = plannedValues{spec: c.Spec, values: values[i]}
 		}
 	}
-	var dups []FieldError
-	holders := map[Kind]map[uniqueKey][]string{}
+	var dups []config.FieldError
+	holders := map[config.Kind]map[config.UniqueKey][]string{}
 	for i, c := range changes {
 		for _, u := range values[i] {
 			if holders[c.Kind] == nil {
 				holders[c.Kind] = st.post.uniqueHoldersOf(c.Kind, planned)
 			}
-			for _, other := range holders[c.Kind][u.compared()] {
+			for _, other := range holders[c.Kind][u.Compared()] {
 				if other != c.Key {
-					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: CodeDuplicate,
-						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, QuoteShort(u.Value), resourceRef(c.Kind, other))})
+					dups = append(dups, config.FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: config.CodeDuplicate,
+						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, config.QuoteShort(u.Value), resourceRef(c.Kind, other))})
 				}
 			}
 		}
 	}
-	return failing(CodeConflict, "another resource already uses a unique value of this plan", dups)
+	return failing(config.CodeConflict, "another resource already uses a unique value of this plan", dups)
 }
 
 // checkConnectionsInUse is row 15: a connection to delete is still
 // referenced.
 func checkConnectionsInUse(st *applyState) error {
-	var inUse []FieldError
+	var inUse []config.FieldError
 	for i, c := range st.plan.Changes {
-		if c.Action == ActionDelete && c.Kind == KindConnection {
+		if c.Action == ActionDelete && c.Kind == config.KindConnection {
 			for _, ref := range referrerPhrases(st.post.referrers(c.Kind, c.Key), st.post.readable) {
-				inUse = append(inUse, FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: CodeInUse,
-					Detail: fmt.Sprintf("connection %s is still used by %s", QuoteShort(c.Key), ref)})
+				inUse = append(inUse, config.FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: config.CodeInUse,
+					Detail: fmt.Sprintf("connection %s is still used by %s", config.QuoteShort(c.Key), ref)})
 			}
 		}
 	}
-	return failing(CodeConnectionInUse, "a connection to delete is still referenced", inUse)
+	return failing(config.CodeConnectionInUse, "a connection to delete is still referenced", inUse)
 }
 
 // activatedConnection returns the stored connection that change i makes an
@@ -160,15 +161,15 @@ func checkConnectionsInUse(st *applyState) error {
 // material's test becomes stale, which matters the next time the
 // connection is activated.
 func activatedConnection(c Change, cur state) (*configdb.Resource, bool) {
-	if c.Kind != KindConnection || (c.Action != ActionCreate && c.Action != ActionUpdate) {
+	if c.Kind != config.KindConnection || (c.Action != ActionCreate && c.Action != ActionUpdate) {
 		return nil, false
 	}
-	if v := viewConnection(c.Spec); v.Type != "enterprise" || !v.Active {
+	if v := config.ViewConnection(c.Spec); v.Type != "enterprise" || !v.Active {
 		return nil, false
 	}
 	r := cur.get(c.Kind, c.Key)
 	if r != nil {
-		if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active {
+		if cv := config.ViewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" && cv.Active {
 			return nil, false
 		}
 	}
@@ -179,7 +180,7 @@ func activatedConnection(c Change, cur state) (*configdb.Resource, bool) {
 // connection, or activates one, without a successful test of the material
 // it will have.
 func checkConnectionsTested(st *applyState) error {
-	var untested []FieldError
+	var untested []config.FieldError
 	for i, c := range st.plan.Changes {
 		r, activated := activatedConnection(c, st.cur)
 		if !activated {
@@ -187,28 +188,28 @@ func checkConnectionsTested(st *applyState) error {
 		}
 		if r != nil {
 			t := st.tests[r.ResourceID]
-			if t.Status == "succeeded" && t.MaterialHash == materialHash(viewConnection(c.Spec).OIDC) {
+			if t.Status == "succeeded" && t.MaterialHash == config.MaterialHash(config.ViewConnection(c.Spec).OIDC) {
 				continue
 			}
 		}
-		untested = append(untested, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec", i), Code: CodeTestRequired,
-			Detail: fmt.Sprintf("connection %s has no successful test of this material: apply it inactive, test it, then activate it", QuoteShort(c.Key))})
+		untested = append(untested, config.FieldError{Pointer: fmt.Sprintf("/changes/%d/spec", i), Code: config.CodeTestRequired,
+			Detail: fmt.Sprintf("connection %s has no successful test of this material: apply it inactive, test it, then activate it", config.QuoteShort(c.Key))})
 	}
-	return failing(CodeConnectionTestRequired, "an enterprise connection can be active only after a successful connection test of its material", untested)
+	return failing(config.CodeConnectionTestRequired, "an enterprise connection can be active only after a successful connection test of its material", untested)
 }
 
 // checkApplyPolicies is row 17: a change conflicts with the environment's
 // policies, as they are now.
 func checkApplyPolicies(st *applyState) error {
-	var violations []FieldError
-	check := st.policies.checker()
+	var violations []config.FieldError
+	check := st.policies.Checker()
 	for i, c := range st.plan.Changes {
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
 			violations = append(violations, check(c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
 		}
 	}
 	if len(violations) > 0 {
-		return Problems(CodePolicyConflict, violations)
+		return config.Problems(config.CodePolicyConflict, violations)
 	}
 	return nil
 }
@@ -227,18 +228,18 @@ func checkDeletionsConfirmed(changes []Change, recent, confirmed map[string]bool
 	if len(missing) == 0 {
 		return nil
 	}
-	return &Error{Code: CodeDeletionNotConfirmed, Detail: fmt.Sprintf("%d protected deletion(s) must be confirmed in confirm_deletions", len(missing)),
+	return &config.Error{Code: config.CodeDeletionNotConfirmed, Detail: fmt.Sprintf("%d protected deletion(s) must be confirmed in confirm_deletions", len(missing)),
 		Extra: map[string]any{"unconfirmed_deletions": missing}}
 }
 
 // protectedDeletion tells whether deleting kind/key must be confirmed
 // (§6): a connection, or an application that received a token in the last
 // 30 days (recent). why says so, for the plan's warning.
-func protectedDeletion(k Kind, key string, recent map[string]bool) (why string, protected bool) {
+func protectedDeletion(k config.Kind, key string, recent map[string]bool) (why string, protected bool) {
 	switch {
-	case k == KindConnection:
+	case k == config.KindConnection:
 		return "deleting a connection must be confirmed", true
-	case k == KindApplication && recent[key]:
+	case k == config.KindApplication && recent[key]:
 		return "the application received a token in the last 30 days; deleting it must be confirmed", true
 	}
 	return "", false
@@ -249,7 +250,7 @@ func protectedDeletion(k Kind, key string, recent map[string]bool) (why string, 
 func deletedApplications(changes []Change) []string {
 	var out []string
 	for _, c := range changes {
-		if c.Action == ActionDelete && c.Kind == KindApplication {
+		if c.Action == ActionDelete && c.Kind == config.KindApplication {
 			out = append(out, c.Key)
 		}
 	}

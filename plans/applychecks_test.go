@@ -7,12 +7,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
 // stored is a resource as the apply reads it.
-func stored(kind Kind, key string, version int, spec string) *configdb.Resource {
-	return &configdb.Resource{Kind: string(kind), Key: key, Version: version, Spec: configdb.JSON(canonical([]byte(spec))),
+func stored(kind config.Kind, key string, version int, spec string) *configdb.Resource {
+	return &configdb.Resource{Kind: string(kind), Key: key, Version: version, Spec: configdb.JSON(config.Canonical([]byte(spec))),
 		ResourceID: "con_" + key}
 }
 
@@ -20,13 +21,13 @@ func stored(kind Kind, key string, version int, spec string) *configdb.Resource 
 // resources, and a plan made of changes at the versions stored.
 func applyFixture(resources []*configdb.Resource, changes ...Change) *applyState {
 	cur := state{}
-	for _, k := range Kinds {
+	for _, k := range config.Kinds {
 		cur[k.Kind] = map[string]*configdb.Resource{}
 	}
 	for _, r := range resources {
-		cur[Kind(r.Kind)][r.Key] = r
+		cur[config.Kind(r.Kind)][r.Key] = r
 	}
-	p := &Plan{Changes: changes, versions: map[string]int{}, fingerprints: map[Kind]int64{}}
+	p := &Plan{Changes: changes, versions: map[string]int{}, fingerprints: map[config.Kind]int64{}}
 	post := &postState{cur: cur, specs: map[string]json.RawMessage{}}
 	for _, c := range changes {
 		if r := cur.get(c.Kind, c.Key); r != nil {
@@ -36,24 +37,24 @@ func applyFixture(resources []*configdb.Resource, changes ...Change) *applyState
 			post.specs[resourceRef(c.Kind, c.Key)] = c.Spec
 		}
 	}
-	return &applyState{plan: p, cur: cur, post: post, gens: map[Kind]int64{}, tests: map[string]configdb.ConnectionTest{}}
+	return &applyState{plan: p, cur: cur, post: post, gens: map[config.Kind]int64{}, tests: map[string]configdb.ConnectionTest{}}
 }
 
-func change(action string, kind Kind, key, spec string) Change {
+func change(action Action, kind config.Kind, key, spec string) Change {
 	c := Change{Kind: kind, Key: key, Action: action}
 	if spec != "" {
-		c.Spec = canonical([]byte(spec))
+		c.Spec = config.Canonical([]byte(spec))
 	}
 	return c
 }
 
 // problemOf returns the code of err and its "pointer code" lines.
-func problemOf(t *testing.T, err error) (Code, []string) {
+func problemOf(t *testing.T, err error) (config.Code, []string) {
 	t.Helper()
 	if err == nil {
 		return "", nil
 	}
-	var de *Error
+	var de *config.Error
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v, want an *Error", err)
 	}
@@ -65,84 +66,88 @@ func problemOf(t *testing.T, err error) (Code, []string) {
 }
 
 func TestApplyChecks(t *testing.T) {
-	api, app, conn := validSpecs[KindAPI], validSpecs[KindApplication], validSpecs[KindConnection]
-	activeConn := string(edit(t, KindConnection, "/active", "true"))
-	otherAPI := string(edit(t, KindAPI, "/display_name", `"Other"`, "/identifier", `"https://api.shop.example/other"`))
+	api, app, conn := validSpecs[config.KindAPI], validSpecs[config.KindApplication], validSpecs[config.KindConnection]
+	activeConn := string(edit(t, config.KindConnection, "/active", "true"))
+	otherAPI := string(edit(t, config.KindAPI, "/display_name", `"Other"`, "/identifier", `"https://api.shop.example/other"`))
 	for _, tc := range []struct {
 		name      string
 		check     func(*applyState) error
 		stored    []*configdb.Resource
 		changes   []Change
 		edit      func(*applyState)
-		wantCode  Code
+		wantCode  config.Code
 		wantLines []string
 	}{
 		{name: "conflict: nothing moved", check: checkConflicts,
-			stored:  []*configdb.Resource{stored(KindAPI, "orders", 2, api)},
-			changes: []Change{change(ActionUpdate, KindAPI, "orders", otherAPI)}},
+			stored:  []*configdb.Resource{stored(config.KindAPI, "orders", 2, api)},
+			changes: []Change{change(ActionUpdate, config.KindAPI, "orders", otherAPI)}},
 		{name: "conflict: a version moved", check: checkConflicts,
-			stored:   []*configdb.Resource{stored(KindAPI, "orders", 2, api)},
-			changes:  []Change{change(ActionUpdate, KindAPI, "orders", otherAPI)},
+			stored:   []*configdb.Resource{stored(config.KindAPI, "orders", 2, api)},
+			changes:  []Change{change(ActionUpdate, config.KindAPI, "orders", otherAPI)},
 			edit:     func(st *applyState) { st.plan.versions["api/orders"] = 1 },
-			wantCode: CodeConfigConflict, wantLines: []string{"/changes/0 version_changed"}},
+			wantCode: config.CodeConfigConflict, wantLines: []string{"/changes/0 version_changed"}},
 		{name: "conflict: a planned and a referencing type changed", check: checkConflicts,
 			edit: func(st *applyState) {
-				st.plan.Types, st.plan.ReferencingTypes = []Kind{KindAPI}, []Kind{KindRole}
-				st.gens = map[Kind]int64{KindAPI: 2, KindRole: 3}
-				st.plan.fingerprints = map[Kind]int64{KindAPI: 1, KindRole: 3}
+				st.plan.Types, st.plan.ReferencingTypes = []config.Kind{config.KindAPI}, []config.Kind{config.KindRole}
+				st.gens = map[config.Kind]int64{config.KindAPI: 2, config.KindRole: 3}
+				st.plan.fingerprints = map[config.Kind]int64{config.KindAPI: 1, config.KindRole: 3}
 			},
-			wantCode: CodeConfigConflict, wantLines: []string{"/types/0 type_changed"}},
+			wantCode: config.CodeConfigConflict, wantLines: []string{"/types/0 type_changed"}},
 		{name: "conflict: a reference broke", check: checkConflicts,
-			stored:   []*configdb.Resource{stored(KindConnection, "acme-sso", 1, conn)},
-			changes:  []Change{change(ActionCreate, KindApplication, "portal", app)},
-			wantCode: CodeConfigConflict, wantLines: []string{"/changes/0 reference_broken"}},
+			stored:   []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, conn)},
+			changes:  []Change{change(ActionCreate, config.KindApplication, "portal", app)},
+			wantCode: config.CodeConfigConflict, wantLines: []string{"/changes/0 reference_broken"}},
 		{name: "conflict: a deleted api is referenced now", check: checkConflicts,
-			stored: []*configdb.Resource{stored(KindAPI, "orders", 1, api), stored(KindConnection, "acme-sso", 1, conn),
-				stored(KindApplication, "portal", 1, app)},
-			changes:  []Change{change(ActionDelete, KindAPI, "orders", "")},
-			wantCode: CodeConfigConflict, wantLines: []string{"/changes/0 reference_broken"}},
+			stored: []*configdb.Resource{stored(config.KindAPI, "orders", 1, api), stored(config.KindConnection, "acme-sso", 1, conn),
+				stored(config.KindApplication, "portal", 1, app)},
+			changes:  []Change{change(ActionDelete, config.KindAPI, "orders", "")},
+			wantCode: config.CodeConfigConflict, wantLines: []string{"/changes/0 reference_broken"}},
 		{name: "unique value held by another resource", check: checkUniqueValues,
-			stored:   []*configdb.Resource{stored(KindAPI, "orders", 1, api)},
-			changes:  []Change{change(ActionCreate, KindAPI, "orders-2", api)},
-			wantCode: CodeConflict, wantLines: []string{"/changes/0/spec/identifier duplicate"}},
+			stored:   []*configdb.Resource{stored(config.KindAPI, "orders", 1, api)},
+			changes:  []Change{change(ActionCreate, config.KindAPI, "orders-2", api)},
+			wantCode: config.CodeConflict, wantLines: []string{"/changes/0/spec/identifier duplicate"}},
 		{name: "unique value held by the resource itself", check: checkUniqueValues,
-			stored:  []*configdb.Resource{stored(KindAPI, "orders", 1, api)},
-			changes: []Change{change(ActionUpdate, KindAPI, "orders", api)}},
+			stored:  []*configdb.Resource{stored(config.KindAPI, "orders", 1, api)},
+			changes: []Change{change(ActionUpdate, config.KindAPI, "orders", api)}},
 		{name: "deleted connection still referenced", check: checkConnectionsInUse,
-			stored: []*configdb.Resource{stored(KindConnection, "acme-sso", 1, conn), stored(KindAPI, "orders", 1, api),
-				stored(KindApplication, "portal", 1, app)},
-			changes:  []Change{change(ActionDelete, KindConnection, "acme-sso", "")},
-			wantCode: CodeConnectionInUse, wantLines: []string{"/changes/0 in_use"}},
+			stored: []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, conn), stored(config.KindAPI, "orders", 1, api),
+				stored(config.KindApplication, "portal", 1, app)},
+			changes:  []Change{change(ActionDelete, config.KindConnection, "acme-sso", "")},
+			wantCode: config.CodeConnectionInUse, wantLines: []string{"/changes/0 in_use"}},
 		{name: "deleted connection nobody references", check: checkConnectionsInUse,
-			stored:  []*configdb.Resource{stored(KindConnection, "acme-sso", 1, conn)},
-			changes: []Change{change(ActionDelete, KindConnection, "acme-sso", "")}},
+			stored:  []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, conn)},
+			changes: []Change{change(ActionDelete, config.KindConnection, "acme-sso", "")}},
 		{name: "active enterprise connection created", check: checkConnectionsTested,
-			changes:  []Change{change(ActionCreate, KindConnection, "acme-sso", activeConn)},
-			wantCode: CodeConnectionTestRequired, wantLines: []string{"/changes/0/spec test_required"}},
+			changes:  []Change{change(ActionCreate, config.KindConnection, "acme-sso", activeConn)},
+			wantCode: config.CodeConnectionTestRequired, wantLines: []string{"/changes/0/spec test_required"}},
 		{name: "connection activated after a test of another material", check: checkConnectionsTested,
-			stored:  []*configdb.Resource{stored(KindConnection, "acme-sso", 1, conn)},
-			changes: []Change{change(ActionUpdate, KindConnection, "acme-sso", activeConn)},
+			stored:  []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, conn)},
+			changes: []Change{change(ActionUpdate, config.KindConnection, "acme-sso", activeConn)},
 			edit: func(st *applyState) {
 				st.tests["con_acme-sso"] = configdb.ConnectionTest{Status: "succeeded", MaterialHash: "other"}
 			},
-			wantCode: CodeConnectionTestRequired, wantLines: []string{"/changes/0/spec test_required"}},
+			wantCode: config.CodeConnectionTestRequired, wantLines: []string{"/changes/0/spec test_required"}},
 		{name: "connection activated after a test of its material", check: checkConnectionsTested,
-			stored:  []*configdb.Resource{stored(KindConnection, "acme-sso", 1, conn)},
-			changes: []Change{change(ActionUpdate, KindConnection, "acme-sso", activeConn)},
+			stored:  []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, conn)},
+			changes: []Change{change(ActionUpdate, config.KindConnection, "acme-sso", activeConn)},
 			edit: func(st *applyState) {
-				st.tests["con_acme-sso"] = configdb.ConnectionTest{Status: "succeeded", MaterialHash: materialHash(viewConnection(canonical([]byte(activeConn))).OIDC)}
+				st.tests["con_acme-sso"] = configdb.ConnectionTest{Status: "succeeded", MaterialHash: config.MaterialHash(config.ViewConnection(config.Canonical([]byte(activeConn))).OIDC)}
 			}},
 		{name: "active connection updated without a test", check: checkConnectionsTested,
-			stored:  []*configdb.Resource{stored(KindConnection, "acme-sso", 1, activeConn)},
-			changes: []Change{change(ActionUpdate, KindConnection, "acme-sso", activeConn)}},
+			stored:  []*configdb.Resource{stored(config.KindConnection, "acme-sso", 1, activeConn)},
+			changes: []Change{change(ActionUpdate, config.KindConnection, "acme-sso", activeConn)}},
 		{name: "a change against the policies", check: checkApplyPolicies,
-			changes:  []Change{change(ActionCreate, KindApplication, "portal", app)},
-			edit:     func(st *applyState) { st.policies = Policies{AllowedCallbackHosts: []string{"elsewhere.example"}} },
-			wantCode: CodePolicyConflict, wantLines: []string{"/changes/0/spec/callback_urls/0 allowed_callback_hosts"}},
+			changes: []Change{change(ActionCreate, config.KindApplication, "portal", app)},
+			edit: func(st *applyState) {
+				st.policies = config.Policies{AllowedCallbackHosts: []string{"elsewhere.example"}}
+			},
+			wantCode: config.CodePolicyConflict, wantLines: []string{"/changes/0/spec/callback_urls/0 allowed_callback_hosts"}},
 		{name: "a deletion is not checked against the policies", check: checkApplyPolicies,
-			stored:  []*configdb.Resource{stored(KindApplication, "portal", 1, app)},
-			changes: []Change{change(ActionDelete, KindApplication, "portal", "")},
-			edit:    func(st *applyState) { st.policies = Policies{AllowedCallbackHosts: []string{"elsewhere.example"}} }},
+			stored:  []*configdb.Resource{stored(config.KindApplication, "portal", 1, app)},
+			changes: []Change{change(ActionDelete, config.KindApplication, "portal", "")},
+			edit: func(st *applyState) {
+				st.policies = config.Policies{AllowedCallbackHosts: []string{"elsewhere.example"}}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := applyFixture(tc.stored, tc.changes...)
@@ -161,24 +166,24 @@ func TestApplyChecks(t *testing.T) {
 }
 
 func TestApplyChecksAnswerTheFirstRowThatFails(t *testing.T) {
-	api := validSpecs[KindAPI]
+	api := validSpecs[config.KindAPI]
 	// A version that moved (row 13) and a duplicate identifier (row 14):
 	// row 13 answers.
-	st := applyFixture([]*configdb.Resource{stored(KindAPI, "orders", 2, api)}, change(ActionCreate, KindAPI, "orders-2", api),
-		change(ActionUpdate, KindAPI, "orders", api))
+	st := applyFixture([]*configdb.Resource{stored(config.KindAPI, "orders", 2, api)}, change(ActionCreate, config.KindAPI, "orders-2", api),
+		change(ActionUpdate, config.KindAPI, "orders", api))
 	st.plan.versions["api/orders"] = 1
-	if code, _ := problemOf(t, runApplyChecks(st)); code != CodeConfigConflict {
+	if code, _ := problemOf(t, runApplyChecks(st)); code != config.CodeConfigConflict {
 		t.Fatalf("code = %q, want config_conflict", code)
 	}
 	st.plan.versions["api/orders"] = 2
-	if code, _ := problemOf(t, runApplyChecks(st)); code != CodeConflict {
+	if code, _ := problemOf(t, runApplyChecks(st)); code != config.CodeConflict {
 		t.Fatalf("code = %q, want conflict", code)
 	}
 }
 
 func TestCheckDeletionsConfirmed(t *testing.T) {
-	changes := []Change{change(ActionDelete, KindConnection, "legacy", ""), change(ActionDelete, KindApplication, "old", ""),
-		change(ActionDelete, KindApplication, "busy", ""), change(ActionDelete, KindAPI, "orders", "")}
+	changes := []Change{change(ActionDelete, config.KindConnection, "legacy", ""), change(ActionDelete, config.KindApplication, "old", ""),
+		change(ActionDelete, config.KindApplication, "busy", ""), change(ActionDelete, config.KindAPI, "orders", "")}
 	recent := map[string]bool{"busy": true}
 	if got := deletedApplications(changes); !cmp.Equal(got, []string{"old", "busy"}) {
 		t.Errorf("deleted applications = %v", got)
@@ -192,11 +197,11 @@ func TestCheckDeletionsConfirmed(t *testing.T) {
 		{map[string]bool{"connection/legacy": true, "application/busy": true}, nil},
 	} {
 		err := checkDeletionsConfirmed(changes, recent, tc.confirmed)
-		var de *Error
+		var de *config.Error
 		switch {
 		case tc.want == nil && err != nil:
 			t.Errorf("confirmed %v: %v, want nil", tc.confirmed, err)
-		case tc.want != nil && (!errors.As(err, &de) || de.Code != CodeDeletionNotConfirmed):
+		case tc.want != nil && (!errors.As(err, &de) || de.Code != config.CodeDeletionNotConfirmed):
 			t.Errorf("confirmed %v: %v, want deletion_not_confirmed", tc.confirmed, err)
 		case tc.want != nil && !cmp.Equal(de.Extra["unconfirmed_deletions"], tc.want):
 			t.Errorf("confirmed %v: unconfirmed %v, want %v", tc.confirmed, de.Extra["unconfirmed_deletions"], tc.want)

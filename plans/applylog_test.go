@@ -2,6 +2,7 @@ package plans
 
 import (
 	"bytes"
+	"github.com/keenauth/configplans/config"
 	"testing"
 )
 
@@ -9,16 +10,16 @@ import (
 // changed resource's log entry to the encoding of the map it replaced.
 func TestChangeLogDataIsWhatEncodingJSONWrites(t *testing.T) {
 	for _, c := range []struct {
-		kind    Kind
+		kind    config.Kind
 		key     string
 		version int
 	}{
-		{KindAPI, "orders", 1},
-		{KindConnection, `a"quoted\\key` + "\n\u2028<&>é", 1234567},
-		{KindRole, "", 0},
+		{config.KindAPI, "orders", 1},
+		{config.KindConnection, `a"quoted\\key` + "\n\u2028<&>é", 1234567},
+		{config.KindRole, "", 0},
 	} {
 		got := changeLogData(c.kind, c.key, c.version)
-		want := mustJSON(map[string]any{"kind": c.kind, "key": c.key, "version": c.version})
+		want := config.MustJSON(map[string]any{"kind": c.kind, "key": c.key, "version": c.version})
 		if !bytes.Equal(got, want) {
 			t.Errorf("changeLogData(%q, %q, %d) = %s, want %s", c.kind, c.key, c.version, got, want)
 		}

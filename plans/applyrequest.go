@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/keenauth/configplans/config"
 )
 
 // ApplyRequest is the body of POST /v1/config-plans/{id}:apply. Secret
@@ -33,53 +33,53 @@ var secretName = regexp.MustCompile(secretNameFormat)
 
 // Check checks the body against the plan (row 10): every problem at once.
 // It returns the confirmed deletions.
-func (req *ApplyRequest) Check(p *Plan) (map[string]bool, []FieldError) {
-	var problems []FieldError
+func (req *ApplyRequest) Check(p *Plan) (map[string]bool, []config.FieldError) {
+	var problems []config.FieldError
 	required := map[string]bool{}
 	for _, name := range p.RequiredSecrets {
 		required[name] = true
 	}
 	if len(req.SecretNames) > maxApplyEntries {
-		problems = append(problems, FieldError{Pointer: "/resolved_secrets", Code: CodeTooMany,
+		problems = append(problems, config.FieldError{Pointer: "/resolved_secrets", Code: config.CodeTooMany,
 			Detail: fmt.Sprintf("at most %d secrets may be sent", maxApplyEntries)})
 	} else {
 		for _, name := range req.SecretNames {
-			ptr := Pointer("resolved_secrets", name)
+			ptr := config.Pointer("resolved_secrets", name)
 			if !secretName.MatchString(name) {
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInvalid, Detail: "a secret name is KEENAUTH_ followed by A-Z, 0-9 or _"})
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeInvalid, Detail: "a secret name is KEENAUTH_ followed by A-Z, 0-9 or _"})
 				continue
 			}
 			if !required[name] {
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretUnused, Detail: "the plan does not need this secret"})
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeSecretUnused, Detail: "the plan does not need this secret"})
 				continue
 			}
 			var v string
 			raw := req.ResolvedSecrets[name]
 			switch {
 			case json.Unmarshal(raw, &v) != nil:
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretInvalid, Detail: "the value must be a string"})
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeSecretInvalid, Detail: "the value must be a string"})
 			case v == "":
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretInvalid, Detail: "the value is empty"})
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeSecretInvalid, Detail: "the value is empty"})
 			case len(v) > maxSecretBytes:
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretInvalid,
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeSecretInvalid,
 					Detail: fmt.Sprintf("the value is over %d bytes", maxSecretBytes)})
 			case !utf8.ValidString(v):
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeSecretInvalid, Detail: "the value is not valid UTF-8"})
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeSecretInvalid, Detail: "the value is not valid UTF-8"})
 			}
 		}
 		for _, name := range p.RequiredSecrets {
 			if _, ok := req.ResolvedSecrets[name]; !ok {
-				problems = append(problems, FieldError{Pointer: Pointer("resolved_secrets", name), Code: CodeSecretMissing, Detail: "the plan needs this secret"})
+				problems = append(problems, config.FieldError{Pointer: config.Pointer("resolved_secrets", name), Code: config.CodeSecretMissing, Detail: "the plan needs this secret"})
 			}
 		}
 	}
 	switch {
 	case p.RequiresSPHost && req.SPHost == nil:
-		problems = append(problems, FieldError{Pointer: "/sp_host", Code: CodeSPHostRequired, Detail: "the plan writes OIDC material: send the environment's service-provider host"})
+		problems = append(problems, config.FieldError{Pointer: "/sp_host", Code: config.CodeSPHostRequired, Detail: "the plan writes OIDC material: send the environment's service-provider host"})
 	case !p.RequiresSPHost && req.SPHost != nil:
-		problems = append(problems, FieldError{Pointer: "/sp_host", Code: CodeSPHostUnused, Detail: "the plan writes no OIDC material: do not send sp_host"})
-	case req.SPHost != nil && !ValidHost(*req.SPHost):
-		problems = append(problems, FieldError{Pointer: "/sp_host", Code: CodeInvalid, Detail: "sp_host must be a lowercase DNS name of two or more labels, without a port"})
+		problems = append(problems, config.FieldError{Pointer: "/sp_host", Code: config.CodeSPHostUnused, Detail: "the plan writes no OIDC material: do not send sp_host"})
+	case req.SPHost != nil && !config.ValidHost(*req.SPHost):
+		problems = append(problems, config.FieldError{Pointer: "/sp_host", Code: config.CodeInvalid, Detail: "sp_host must be a lowercase DNS name of two or more labels, without a port"})
 	}
 	confirmed := map[string]bool{}
 	deletions := map[string]bool{}
@@ -89,22 +89,22 @@ func (req *ApplyRequest) Check(p *Plan) (map[string]bool, []FieldError) {
 		}
 	}
 	if len(req.ConfirmDeletions) > maxApplyEntries {
-		problems = append(problems, FieldError{Pointer: "/confirm_deletions", Code: CodeTooMany,
+		problems = append(problems, config.FieldError{Pointer: "/confirm_deletions", Code: config.CodeTooMany,
 			Detail: fmt.Sprintf("at most %d deletions may be confirmed", maxApplyEntries)})
 	} else {
 		for i, raw := range req.ConfirmDeletions {
 			ptr := fmt.Sprintf("/confirm_deletions/%d", i)
 			var ref string
-			if json.Unmarshal(raw, &ref) != nil || !validRef(ref) {
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeInvalid, Detail: "a confirmation is <kind>/<key>, e.g. connection/legacy"})
+			if json.Unmarshal(raw, &ref) != nil || !config.ValidRef(ref) {
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeInvalid, Detail: "a confirmation is <kind>/<key>, e.g. connection/legacy"})
 				continue
 			}
 			switch {
 			case confirmed[ref]:
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeDuplicate, Detail: ref + " is confirmed twice"})
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeDuplicate, Detail: ref + " is confirmed twice"})
 			case !deletions[ref]:
 				confirmed[ref] = true
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeNotADeletion, Detail: ref + " is not a deletion of this plan"})
+				problems = append(problems, config.FieldError{Pointer: ptr, Code: config.CodeNotADeletion, Detail: ref + " is not a deletion of this plan"})
 			default:
 				confirmed[ref] = true
 			}
@@ -112,38 +112,6 @@ func (req *ApplyRequest) Check(p *Plan) (map[string]bool, []FieldError) {
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Pointer < problems[j].Pointer })
 	return confirmed, problems
-}
-
-var resourceKey = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
-func validRef(ref string) bool {
-	kind, key, ok := strings.Cut(ref, "/")
-	if !ok {
-		return false
-	}
-	if _, known := LookupKind(Kind(kind)); !known {
-		return false
-	}
-	return resourceKey.MatchString(key)
-}
-
-// ValidHost reports whether h is a lowercase DNS name: two or more labels of
-// [a-z0-9-], 1–63 characters each, no leading or trailing '-', 253 in all,
-// no port.
-func ValidHost(h string) bool {
-	if len(h) == 0 || len(h) > 253 {
-		return false
-	}
-	labels := strings.Split(h, ".")
-	if len(labels) < 2 {
-		return false
-	}
-	return !slices.ContainsFunc(labels, func(l string) bool {
-		if len(l) == 0 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return true
-		}
-		return strings.IndexFunc(l, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) >= 0
-	})
 }
 
 // Secret returns the resolved value of a secret (checked before).

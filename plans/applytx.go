@@ -9,7 +9,9 @@ import (
 	"strconv"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/revisions"
 )
 
@@ -72,14 +74,9 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	st.cur.dropSpecs()
 	out := &applied{connIDs: map[string]string{}, material: slices.ContainsFunc(p.Changes, func(c Change) bool { return c.WritesMaterial })}
 	// Row 19: OIDC material needs the federation service.
-	if out.material && s.hooks.Federation == nil {
-		return nil, &Error{Code: CodeServiceUnavailable, Detail: "no federation service is configured for OIDC material; nothing was written",
+	if out.material && !federation.Configured(s.fed) {
+		return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "no federation service is configured for OIDC material; nothing was written",
 			Extra: map[string]any{"retry_after": 60}}
-	}
-	if s.hooks.BeforeApplyWrite != nil {
-		if err := s.hooks.BeforeApplyWrite(tx.Gorm()); err != nil {
-			return nil, err
-		}
 	}
 	writes, kinds := resourceWrites(a, p, st.cur, out)
 	if h.validateOnly() {
@@ -89,7 +86,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	rec := configdb.ApplyRecord{EnvironmentID: a.EnvironmentID, Kinds: kinds, Keep: s.cfg.RevisionLimit, Plan: p.key(), Token: h.token,
 		Writes: writes}
 	if rev.n > 0 {
-		id := NewID(PrefixRevision)
+		id := config.NewID(config.PrefixRevision)
 		out.revisionID = &id
 		rec.Revision = &revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID, Types: kindStrings(p.Types), Counts: rev.counts,
 			CreatedAt: tx.Now, ExpiresAt: tx.Now.Add(s.cfg.RevisionMaxAge)}
@@ -114,7 +111,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 		return nil, errNotClaimable
 	}
 	if !recorded {
-		return nil, &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
+		return nil, &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan's apply lease was lost; nothing was written",
 			Extra: map[string]any{"plan_status": StatusApplying}}
 	}
 	if pruned > 0 && s.hooks.OnRevisionsPruned != nil {
@@ -165,17 +162,17 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan,
 }
 
 // kindGenerations are generations read by kind name.
-func kindGenerations(gens map[string]int64) map[Kind]int64 {
-	out := make(map[Kind]int64, len(gens))
+func kindGenerations(gens map[string]int64) map[config.Kind]int64 {
+	out := make(map[config.Kind]int64, len(gens))
 	for k, g := range gens {
-		out[Kind(k)] = g
+		out[config.Kind(k)] = g
 	}
 	return out
 }
 
 // policiesOf decodes stored policies (nil: none, the zero value).
-func policiesOf(raw configdb.JSON) (Policies, error) {
-	var p Policies
+func policiesOf(raw configdb.JSON) (config.Policies, error) {
+	var p config.Policies
 	if raw == nil {
 		return p, nil
 	}
@@ -200,7 +197,7 @@ func buildRevision(p *Plan, cur state) (*revision, error) {
 	var resources []revisions.Resource
 	for _, c := range p.Changes {
 		r := cur.get(c.Kind, c.Key)
-		rr := revisions.Resource{Kind: string(c.Kind), Key: c.Key, Action: c.Action}
+		rr := revisions.Resource{Kind: string(c.Kind), Key: c.Key, Action: string(c.Action)}
 		if r != nil {
 			v := r.Version
 			rr.VersionBefore, rr.SpecBefore, rr.ResourceIDBefore = &v, json.RawMessage(r.Spec), r.ResourceID
@@ -224,7 +221,7 @@ func buildRevision(p *Plan, cur state) (*revision, error) {
 		return nil, err
 	}
 	if len(rev.encoded) > MaxPlanBytes {
-		return nil, &Error{Code: CodeConfigDocumentTooLarge,
+		return nil, &config.Error{Code: config.CodeConfigDocumentTooLarge,
 			Detail: fmt.Sprintf("the revision of these changes would take %d bytes, over the limit of %d; plan fewer types", len(rev.encoded), MaxPlanBytes)}
 	}
 	return rev, nil
@@ -248,27 +245,27 @@ func resourceWrites(a Actor, p *Plan, cur state, out *applied) (configdb.Resourc
 	// The specs are those of the plan's stored changes, in the order of
 	// p.Changes (decoded from them): the writes name their positions.
 	from := &configdb.PlanSpecs{Plan: p.key(), Creates: []int{}, Updates: []int{}}
-	written := map[Kind]bool{}
+	written := map[config.Kind]bool{}
 	for i, c := range p.Changes {
 		r := cur.get(c.Kind, c.Key)
 		switch c.Action {
 		case ActionCreate:
 			id := ""
-			if c.Kind == KindConnection {
+			if c.Kind == config.KindConnection {
 				// A restored connection keeps the id the plan names.
-				if json.Unmarshal(c.ResourceID, &id) != nil || !ValidID(PrefixConnection, id) {
-					id = NewID(PrefixConnection)
+				if json.Unmarshal(c.ResourceID, &id) != nil || !config.ValidID(config.PrefixConnection, id) {
+					id = config.NewID(config.PrefixConnection)
 				}
 				out.connIDs[c.Key] = id
 			}
 			creates = append(creates, configdb.Resource{EnvironmentID: a.EnvironmentID, Kind: string(c.Kind), Key: c.Key, ResourceID: id,
-				Version: 1, Spec: configdb.JSON(c.Spec), DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
+				Version: 1, Spec: configdb.JSON(c.Spec), DisplayNameKey: config.DisplayNameKey(c.Kind, c.Spec)})
 			from.Creates = append(from.Creates, i)
 		case ActionUpdate:
 			updates = append(updates, configdb.ResourceUpdate{Kind: string(c.Kind), Key: c.Key, Version: r.Version, Spec: configdb.JSON(c.Spec),
-				DisplayNameKey: displayNameKey(c.Kind, c.Spec)})
+				DisplayNameKey: config.DisplayNameKey(c.Kind, c.Spec)})
 			from.Updates = append(from.Updates, i)
-			if c.Kind == KindConnection {
+			if c.Kind == config.KindConnection {
 				out.connIDs[c.Key] = r.ResourceID
 			}
 		case ActionDelete:
@@ -289,8 +286,8 @@ func resourceWrites(a Actor, p *Plan, cur state, out *applied) (configdb.Resourc
 // applyLogs are the management log's entries of an apply: config.applied
 // with the counts, and one per changed resource.
 func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Counts, revisionID *string) []configdb.LogRow {
-	logs := []configdb.LogRow{{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: "config.applied", CreatedAt: tx.Now,
-		APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID, Data: mustJSON(counts)}}
+	logs := []configdb.LogRow{{EnvironmentID: a.EnvironmentID, ID: config.NewID(config.PrefixLog), Type: "config.applied", CreatedAt: tx.Now,
+		APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID, Data: config.MustJSON(counts)}}
 	for _, c := range p.Changes {
 		if c.Action == ActionNoOp {
 			continue
@@ -302,8 +299,7 @@ func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Co
 				v++
 			}
 		}
-		typ := map[string]string{ActionCreate: "created", ActionUpdate: "updated", ActionDelete: "deleted"}[c.Action]
-		logs = append(logs, configdb.LogRow{EnvironmentID: a.EnvironmentID, ID: NewID(PrefixLog), Type: string(c.Kind) + "." + typ, CreatedAt: tx.Now,
+		logs = append(logs, configdb.LogRow{EnvironmentID: a.EnvironmentID, ID: config.NewID(config.PrefixLog), Type: string(c.Kind) + "." + c.Action.LogVerb(), CreatedAt: tx.Now,
 			APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID,
 			Data: changeLogData(c.Kind, c.Key, v)})
 	}
@@ -313,7 +309,7 @@ func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Co
 // changeLogData is the data of a changed resource's log entry,
 // {"key","kind","version"}, appended: encoding/json took a map through
 // reflection and sorted its keys, once per change.
-func changeLogData(kind Kind, key string, version int) []byte {
+func changeLogData(kind config.Kind, key string, version int) []byte {
 	b := make([]byte, 0, 40+len(key))
 	b = canonjson.AppendString(append(b, `{"key":`...), key)
 	b = canonjson.AppendString(append(b, `,"kind":`...), string(kind))
@@ -332,8 +328,8 @@ func (s *Service) appliedRecord(tx *configdb.Tx, a Actor, p *Plan, opt ApplyOpti
 	if len(out.connIDs) > 0 {
 		changes = slices.Clone(p.Changes)
 		for i, c := range changes {
-			if id, ok := out.connIDs[c.Key]; ok && c.Kind == KindConnection {
-				changes[i].ResourceID = json.RawMessage(mustJSON(id))
+			if id, ok := out.connIDs[c.Key]; ok && c.Kind == config.KindConnection {
+				changes[i].ResourceID = json.RawMessage(config.MustJSON(id))
 			}
 		}
 		rec.Changes = appendChangeRecords(nil, changes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/keenauth/configplans/config"
 	"time"
 )
 
@@ -105,7 +106,7 @@ func (s *Service) resolveClaimCommit(ctx context.Context, p *Plan, token string,
 func (s *Service) readFresh(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := read()
-		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || attempt >= s.cfg.MaxTxAttempts {
+		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || attempt >= s.db.MaxTxAttempts() {
 			return err
 		}
 		select {
@@ -116,6 +117,6 @@ func (s *Service) readFresh(ctx context.Context, read func() error) error {
 	}
 }
 
-func unavailableApply(detail string) *Error {
-	return &Error{Code: CodeServiceUnavailable, Detail: detail, Extra: map[string]any{"retry_after": 1}}
+func unavailableApply(detail string) *config.Error {
+	return &config.Error{Code: config.CodeServiceUnavailable, Detail: detail, Extra: map[string]any{"retry_after": 1}}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"unicode/utf8"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 )
@@ -32,44 +33,44 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 	if err := a.Require("connections:write"); err != nil {
 		return nil, err
 	}
-	notFound := &Error{Code: CodeNotFound, Detail: "no such connection"}
-	if !resourceKey.MatchString(key) {
+	notFound := &config.Error{Code: config.CodeNotFound, Detail: "no such connection"}
+	if !config.ResourceKey.MatchString(key) {
 		return nil, notFound
 	}
-	r, err := s.db.LoadResource(ctx, a.EnvironmentID, string(KindConnection), key)
+	r, err := s.db.LoadResource(ctx, a.EnvironmentID, string(config.KindConnection), key)
 	if isNotFound(err) {
 		return nil, notFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	v := viewConnection(json.RawMessage(canonical(r.Spec)))
+	v := config.ViewConnection(json.RawMessage(config.Canonical(r.Spec)))
 	if v.Type != "enterprise" || v.OIDC == nil {
-		return nil, &Error{Code: CodeConnectionNotTestable, Detail: "only an enterprise connection with OIDC material can be tested"}
+		return nil, &config.Error{Code: config.CodeConnectionNotTestable, Detail: "only an enterprise connection with OIDC material can be tested"}
 	}
-	hash := materialHash(v.OIDC)
+	hash := config.MaterialHash(v.OIDC)
 	material, err := s.db.ConfirmedMaterial(ctx, a.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}
 	if material[r.ResourceID] != hash {
-		return nil, &Error{Code: CodeConnectionNotTestable, Detail: "the federation service has not confirmed this connection's OIDC material yet"}
+		return nil, &config.Error{Code: config.CodeConnectionNotTestable, Detail: "the federation service has not confirmed this connection's OIDC material yet"}
 	}
-	if s.hooks.Federation == nil {
-		return nil, &Error{Code: CodeServiceUnavailable, Detail: "no federation service is configured", Extra: map[string]any{"retry_after": 60}}
+	if !federation.Configured(s.fed) {
+		return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "no federation service is configured", Extra: map[string]any{"retry_after": 60}}
 	}
-	ok, reason, err := s.hooks.Federation.TestOIDC(ctx, a.EnvironmentID, r.ResourceID)
+	ok, reason, err := s.fed.TestOIDC(ctx, a.EnvironmentID, r.ResourceID)
 	switch {
 	case errors.Is(err, federation.ErrNotFound):
-		return nil, &Error{Code: CodeConnectionNotTestable, Detail: "the federation service holds no OIDC material for this connection"}
+		return nil, &config.Error{Code: config.CodeConnectionNotTestable, Detail: "the federation service holds no OIDC material for this connection"}
 	case errors.Is(err, federation.ErrUnauthorized):
 		// Our configuration, not the request: 503, logged for an operator
 		// (see writeMaterial).
 		logTokenRefused(ctx, s, err, "connection_id", r.ResourceID)
-		return nil, &Error{Code: CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable", Extra: map[string]any{"retry_after": 5}}
+		return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable", Extra: map[string]any{"retry_after": 5}}
 	case err != nil:
 		s.log.WarnContext(ctx, "connection test failed", "connection_id", r.ResourceID, "error", err)
-		return nil, &Error{Code: CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable", Extra: map[string]any{"retry_after": 5}}
+		return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable", Extra: map[string]any{"retry_after": 5}}
 	}
 	res := &ConnectionTest{Connection: key, Status: "succeeded", TestedAt: Time(s.now())}
 	if !ok {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/config"
 )
 
 // decodeChangeRecords decodes a plan's stored changes as json.Unmarshal
@@ -224,11 +225,11 @@ func (d *recordDecoder) record(rc *changeRecord) bool {
 		case "kind":
 			s := string(c.Kind)
 			ok = seen(&mask, 1<<0) && d.stringInto(&s, internKind)
-			c.Kind = Kind(s)
+			c.Kind = config.Kind(s)
 		case "key":
 			ok = seen(&mask, 1<<1) && d.stringInto(&c.Key, nil)
 		case "action":
-			ok = seen(&mask, 1<<2) && d.stringInto(&c.Action, internAction)
+			ok = seen(&mask, 1<<2) && d.stringInto((*string)(&c.Action), internAction)
 		case "base_version":
 			ok = seen(&mask, 1<<3) && d.intPtr(&c.BaseVersion)
 		case "spec":
@@ -256,15 +257,15 @@ func (d *recordDecoder) record(rc *changeRecord) bool {
 	return ok
 }
 
-func (d *recordDecoder) diff(ops *[]DiffOp) bool {
+func (d *recordDecoder) diff(ops *[]config.DiffOp) bool {
 	if d.peek() == 'n' {
 		*ops = nil
 		return d.literal("null")
 	}
 	more, ok := d.arrayStart()
-	out := []DiffOp{}
+	out := []config.DiffOp{}
 	for ok && more {
-		out = append(out, DiffOp{})
+		out = append(out, config.DiffOp{})
 		if ok = d.diffOp(&out[len(out)-1]); ok {
 			more, ok = d.arrayNext()
 		}
@@ -273,7 +274,7 @@ func (d *recordDecoder) diff(ops *[]DiffOp) bool {
 	return ok
 }
 
-func (d *recordDecoder) diffOp(op *DiffOp) bool {
+func (d *recordDecoder) diffOp(op *config.DiffOp) bool {
 	if d.peek() == 'n' {
 		return d.literal("null")
 	}
@@ -312,22 +313,17 @@ func internKind(b []byte) (string, bool) {
 var kindNames = map[string]string{}
 
 func init() {
-	for _, k := range []Kind{KindAPI, KindConnection, KindRole, KindApplication, KindApplicationBranding, KindEnvironmentSettings,
-		KindIdentitySettings, KindAttackProtection, KindBranding} {
+	for _, k := range []config.Kind{config.KindAPI, config.KindConnection, config.KindRole, config.KindApplication, config.KindApplicationBranding, config.KindEnvironmentSettings,
+		config.KindIdentitySettings, config.KindAttackProtection, config.KindBranding} {
 		kindNames[string(k)] = string(k)
 	}
 }
 
 func internAction(b []byte) (string, bool) {
-	switch string(b) {
-	case ActionCreate:
-		return ActionCreate, true
-	case ActionUpdate:
-		return ActionUpdate, true
-	case ActionDelete:
-		return ActionDelete, true
-	case ActionNoOp:
-		return ActionNoOp, true
+	for _, a := range [...]Action{ActionCreate, ActionUpdate, ActionDelete, ActionNoOp} {
+		if string(b) == string(a) {
+			return string(a), true
+		}
 	}
 	return "", false
 }
@@ -464,69 +460,9 @@ func (d *recordDecoder) value(depth int) bool {
 		d.i = end
 		return ok
 	case c == '{':
-		if depth >= maxRawDepth {
-			return false
-		}
-		d.i++
-		if d.i < len(d.src) && d.src[d.i] == '}' {
-			d.i++
-			return true
-		}
-		for {
-			if d.i >= len(d.src) || d.src[d.i] != '"' {
-				return false
-			}
-			end, ok := d.stringEnd()
-			if !ok {
-				return false
-			}
-			d.i = end
-			if d.i >= len(d.src) || d.src[d.i] != ':' {
-				return false
-			}
-			d.i++
-			if !d.value(depth + 1) {
-				return false
-			}
-			if d.i >= len(d.src) {
-				return false
-			}
-			switch d.src[d.i] {
-			case ',':
-				d.i++
-			case '}':
-				d.i++
-				return true
-			default:
-				return false
-			}
-		}
+		return depth < maxRawDepth && d.object(depth)
 	case c == '[':
-		if depth >= maxRawDepth {
-			return false
-		}
-		d.i++
-		if d.i < len(d.src) && d.src[d.i] == ']' {
-			d.i++
-			return true
-		}
-		for {
-			if !d.value(depth + 1) {
-				return false
-			}
-			if d.i >= len(d.src) {
-				return false
-			}
-			switch d.src[d.i] {
-			case ',':
-				d.i++
-			case ']':
-				d.i++
-				return true
-			default:
-				return false
-			}
-		}
+		return depth < maxRawDepth && d.array(depth)
 	case c == 't':
 		return d.literal("true")
 	case c == 'f':
@@ -535,6 +471,70 @@ func (d *recordDecoder) value(depth int) bool {
 		return d.literal("null")
 	default:
 		return d.number()
+	}
+}
+
+// object checks the object that starts at d.i, at depth.
+func (d *recordDecoder) object(depth int) bool {
+	d.i++
+	if d.i < len(d.src) && d.src[d.i] == '}' {
+		d.i++
+		return true
+	}
+	for {
+		if d.i >= len(d.src) || d.src[d.i] != '"' {
+			return false
+		}
+		end, ok := d.stringEnd()
+		if !ok {
+			return false
+		}
+		d.i = end
+		if d.i >= len(d.src) || d.src[d.i] != ':' {
+			return false
+		}
+		d.i++
+		if !d.value(depth + 1) {
+			return false
+		}
+		if d.i >= len(d.src) {
+			return false
+		}
+		switch d.src[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array checks the array that starts at d.i, at depth.
+func (d *recordDecoder) array(depth int) bool {
+	d.i++
+	if d.i < len(d.src) && d.src[d.i] == ']' {
+		d.i++
+		return true
+	}
+	for {
+		if !d.value(depth + 1) {
+			return false
+		}
+		if d.i >= len(d.src) {
+			return false
+		}
+		switch d.src[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return true
+		default:
+			return false
+		}
 	}
 }
 

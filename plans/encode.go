@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/config"
 )
 
 // The plan's JSON is written by hand: encoding/json validates and compacts
@@ -72,7 +73,7 @@ func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 	b = append(b, `,"environment_id":`...)
 	b = canonjson.AppendString(b, p.EnvironmentID)
 	b = append(b, `,"status":`...)
-	b = canonjson.AppendString(b, p.Status)
+	b = canonjson.AppendString(b, string(p.Status))
 	b = append(b, `,"prune":`...)
 	b = strconv.AppendBool(b, p.Prune)
 	b = append(b, `,"types":`...)
@@ -138,7 +139,7 @@ func (c *Change) sizeHint() int {
 	return 192 + len(c.Key) + len(c.Spec) + diffSizeHint(c.Diff)
 }
 
-func diffSizeHint(ops []DiffOp) int {
+func diffSizeHint(ops []config.DiffOp) int {
 	n := 0
 	for i := range ops {
 		n += 48 + len(ops[i].Path) + len(ops[i].Old) + len(ops[i].Value)
@@ -217,11 +218,11 @@ func (c *Change) appendJSON(b []byte, record bool) []byte {
 	b = append(b, `,"key":`...)
 	b = canonjson.AppendString(b, c.Key)
 	b = append(b, `,"action":`...)
-	b = canonjson.AppendString(b, c.Action)
+	b = canonjson.AppendString(b, string(c.Action))
 	b = append(b, `,"base_version":`...)
 	b = appendIntPtr(b, c.BaseVersion)
 	b = append(b, `,"spec":`...)
-	b = appendRaw(b, c.Spec)
+	b = canonjson.AppendRaw(b, c.Spec)
 	b = append(b, `,"diff":`...)
 	b = appendDiff(b, c.Diff)
 	b = append(b, `,"requires_secret":`...)
@@ -246,7 +247,7 @@ func (c *Change) appendJSON(b []byte, record bool) []byte {
 }
 
 // appendDiff appends the operations as DiffOp.MarshalJSON writes each.
-func appendDiff(b []byte, ops []DiffOp) []byte {
+func appendDiff(b []byte, ops []config.DiffOp) []byte {
 	if ops == nil {
 		return append(b, "null"...)
 	}
@@ -255,7 +256,7 @@ func appendDiff(b []byte, ops []DiffOp) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendDiffOp(b, ops[i])
+		b = config.AppendDiffOp(b, ops[i])
 	}
 	return append(b, ']')
 }
@@ -339,7 +340,7 @@ func (t Time) appendJSON(b []byte) []byte {
 	return append(b, '"')
 }
 
-func appendKinds(b []byte, ks []Kind) []byte {
+func appendKinds(b []byte, ks []config.Kind) []byte {
 	if ks == nil {
 		return append(b, "null"...)
 	}
@@ -379,13 +380,4 @@ func appendIntPtr(b []byte, n *int) []byte {
 		return append(b, "null"...)
 	}
 	return strconv.AppendInt(b, int64(*n), 10)
-}
-
-// appendRaw appends a JSON value held as bytes; none (nil or empty) is
-// null, as a nil json.RawMessage is written.
-func appendRaw(b, raw []byte) []byte {
-	if len(raw) == 0 {
-		return append(b, "null"...)
-	}
-	return append(b, raw...)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/config"
 )
 
 // trickyStrings are strings the encoder must escape as encoding/json does.
@@ -65,11 +66,11 @@ func genRaw(rng *rand.Rand, extra []string) json.RawMessage {
 	case 0:
 		return nil
 	case 1:
-		return canonicalJSON(genAPI(rng))
+		return config.CanonicalJSON(genAPI(rng))
 	case 2:
-		return canonicalJSON(genApplication(rng))
+		return config.CanonicalJSON(genApplication(rng))
 	default:
-		return canonicalJSON(genValue(rng, 0, extra))
+		return config.CanonicalJSON(genValue(rng, 0, extra))
 	}
 }
 
@@ -89,13 +90,13 @@ func genStringPtr(rng *rand.Rand, extra []string) *string {
 	return &s
 }
 
-func genDiff(rng *rand.Rand, extra []string) []DiffOp {
+func genDiff(rng *rand.Rand, extra []string) []config.DiffOp {
 	if rng.IntN(5) == 0 {
 		return nil
 	}
-	ops := make([]DiffOp, rng.IntN(4))
+	ops := make([]config.DiffOp, rng.IntN(4))
 	for i := range ops {
-		ops[i] = DiffOp{Op: pick(rng, "add", "remove", "replace", "move", genString(rng, extra)), Path: genString(rng, extra),
+		ops[i] = config.DiffOp{Op: pick(rng, "add", "remove", "replace", "move", genString(rng, extra)), Path: genString(rng, extra),
 			Old: genRaw(rng, extra), Value: genRaw(rng, extra)}
 		if rng.IntN(6) == 0 {
 			ops[i].Old = json.RawMessage("null")
@@ -109,16 +110,16 @@ func genTime(rng *rand.Rand) Time {
 	return Time(time.Unix(int64(rng.IntN(4_000_000_000)), int64(rng.IntN(1e9))).In(zone))
 }
 
-func genKinds(rng *rand.Rand, extra []string) []Kind {
+func genKinds(rng *rand.Rand, extra []string) []config.Kind {
 	switch rng.IntN(4) {
 	case 0:
 		return nil
 	case 1:
-		return []Kind{}
+		return []config.Kind{}
 	}
-	ks := make([]Kind, 1+rng.IntN(3))
+	ks := make([]config.Kind, 1+rng.IntN(3))
 	for i := range ks {
-		ks[i] = Kind(genString(rng, extra))
+		ks[i] = config.Kind(genString(rng, extra))
 	}
 	return ks
 }
@@ -126,7 +127,7 @@ func genKinds(rng *rand.Rand, extra []string) []Kind {
 // genPlan is a random plan: every member set or not, nil and empty slices,
 // specs and strings that need escaping; extra are strings to use too.
 func genPlan(rng *rand.Rand, extra []string) *Plan {
-	p := &Plan{ID: genString(rng, extra), Object: "config_plan", EnvironmentID: genString(rng, extra), Status: genString(rng, extra),
+	p := &Plan{ID: genString(rng, extra), Object: "config_plan", EnvironmentID: genString(rng, extra), Status: Status(genString(rng, extra)),
 		Prune: rng.IntN(2) == 0, Types: genKinds(rng, extra), ReferencingTypes: genKinds(rng, extra), RequiresSPHost: rng.IntN(2) == 0,
 		Summary:   Summary{Create: rng.IntN(1000), Update: rng.IntN(10), Delete: rng.IntN(3), NoOp: rng.IntN(5)},
 		CreatedAt: genTime(rng), ExpiresAt: genTime(rng), RevisionID: genStringPtr(rng, extra), CreatedBy: genString(rng, extra),
@@ -138,7 +139,7 @@ func genPlan(rng *rand.Rand, extra []string) *Plan {
 	if n := rng.IntN(6); n > 0 {
 		p.Changes = make([]Change, n-1)
 		for i := range p.Changes {
-			c := Change{Kind: Kind(genString(rng, extra)), Key: genString(rng, extra), Action: pick(rng, ActionCreate, ActionUpdate, ActionDelete, ActionNoOp),
+			c := Change{Kind: config.Kind(genString(rng, extra)), Key: genString(rng, extra), Action: pick(rng, ActionCreate, ActionUpdate, ActionDelete, ActionNoOp),
 				BaseVersion: genIntPtr(rng), Spec: genRaw(rng, extra), Diff: genDiff(rng, extra), RequiresSecret: rng.IntN(2) == 0,
 				WritesMaterial: rng.IntN(3) == 0, KeepsMaterial: rng.IntN(3) == 0}
 			if rng.IntN(2) == 0 {
@@ -148,7 +149,7 @@ func genPlan(rng *rand.Rand, extra []string) *Plan {
 			case 0:
 				c.ResourceID = json.RawMessage("null")
 			case 1:
-				c.ResourceID = canonicalJSON(genString(rng, extra))
+				c.ResourceID = config.CanonicalJSON(genString(rng, extra))
 			}
 			p.Changes[i] = c
 		}
@@ -156,7 +157,7 @@ func genPlan(rng *rand.Rand, extra []string) *Plan {
 	if n := rng.IntN(4); n > 0 {
 		p.Warnings = make([]Warning, n-1)
 		for i := range p.Warnings {
-			p.Warnings[i] = Warning{Code: Code(genString(rng, extra)), Target: genString(rng, extra), Pointer: genString(rng, extra), Detail: genString(rng, extra)}
+			p.Warnings[i] = Warning{Code: config.Code(genString(rng, extra)), Target: genString(rng, extra), Pointer: genString(rng, extra), Detail: genString(rng, extra)}
 		}
 	}
 	if n := rng.IntN(4); n > 0 {
@@ -169,9 +170,9 @@ func genPlan(rng *rand.Rand, extra []string) *Plan {
 		p.Moved = make(MovedList, n-1)
 		for i := range p.Moved {
 			if rng.IntN(3) == 0 {
-				p.Moved[i] = Moved{Kind: Kind(genString(rng, extra)), Code: CodeTypeChanged}
+				p.Moved[i] = Moved{Kind: config.Kind(genString(rng, extra)), Code: config.CodeTypeChanged}
 			} else {
-				p.Moved[i] = Moved{Kind: Kind(genString(rng, extra)), Key: genStringPtr(rng, extra), VersionThen: genIntPtr(rng),
+				p.Moved[i] = Moved{Kind: config.Kind(genString(rng, extra)), Key: genStringPtr(rng, extra), VersionThen: genIntPtr(rng),
 					VersionNow: genIntPtr(rng), Diff: genDiff(rng, extra)}
 			}
 		}
@@ -235,7 +236,7 @@ func checkPlanJSON(t *testing.T, context string, p *Plan) bool {
 	if !checkSameJSON(t, context+", preview", PlanPreview{Plan: p}.AppendJSON(nil), want) {
 		return false
 	}
-	if !checkSameJSON(t, context+", records", appendChangeRecords(nil, p.Changes), mustJSON(changeRecords(p.Changes))) {
+	if !checkSameJSON(t, context+", records", appendChangeRecords(nil, p.Changes), config.MustJSON(changeRecords(p.Changes))) {
 		return false
 	}
 	pg := Page[*Plan]{Data: []*Plan{p, p}, HasMore: p.Prune, NextCursor: p.RebasedFrom}
@@ -247,28 +248,28 @@ func TestPlanAppendJSON(t *testing.T) {
 	t.Parallel()
 	one, created := 1, Time(time.Date(2026, 12, 2, 3, 4, 5, 678_900_000, time.FixedZone("CET", 3600)))
 	rev, src, key := "rev_1", "plan_0", "a<b>&c"
-	spec := canonicalJSON(map[string]any{"name": "<Orders & Co>", "note": "line\u2028sep", "n": json.Number("12")})
+	spec := config.CanonicalJSON(map[string]any{"name": "<Orders & Co>", "note": "line\u2028sep", "n": json.Number("12")})
 	tests := []struct {
 		name string
 		plan *Plan
 	}{
 		{"zero", &Plan{}},
-		{"empty slices", &Plan{Types: []Kind{}, ReferencingTypes: []Kind{}, Changes: []Change{}, Warnings: []Warning{},
+		{"empty slices", &Plan{Types: []config.Kind{}, ReferencingTypes: []config.Kind{}, Changes: []Change{}, Warnings: []Warning{},
 			RequiredSecrets: []string{}, Moved: MovedList{}}},
-		{"a create", &Plan{ID: "plan_1", Object: "config_plan", EnvironmentID: "env_1", Status: StatusPlanned, Types: []Kind{KindAPI},
-			ReferencingTypes: []Kind{}, Changes: []Change{{Kind: KindAPI, Key: key, Action: ActionCreate, Spec: spec,
-				Diff: []DiffOp{{Op: "add", Path: "", Value: spec}}}}, Warnings: []Warning{}, RequiredSecrets: []string{},
+		{"a create", &Plan{ID: "plan_1", Object: "config_plan", EnvironmentID: "env_1", Status: StatusPlanned, Types: []config.Kind{config.KindAPI},
+			ReferencingTypes: []config.Kind{}, Changes: []Change{{Kind: config.KindAPI, Key: key, Action: ActionCreate, Spec: spec,
+				Diff: []config.DiffOp{{Op: "add", Path: "", Value: spec}}}}, Warnings: []Warning{}, RequiredSecrets: []string{},
 			Summary: Summary{Create: 1}, CreatedAt: created, ExpiresAt: created, CreatedBy: "key_1", Moved: nil}},
 		{"applied, with every optional member", &Plan{ID: "plan_2", Status: StatusApplied, AppliedAt: &created, RevisionID: &rev,
 			RebasedFrom: &src, Changes: []Change{
-				{Kind: KindConnection, Key: "c", Action: ActionUpdate, BaseVersion: &one, Spec: spec, RequiresSecret: true,
+				{Kind: config.KindConnection, Key: "c", Action: ActionUpdate, BaseVersion: &one, Spec: spec, RequiresSecret: true,
 					SecretRef: "secret://c", ResourceID: json.RawMessage(`"con_1"`), WritesMaterial: true, KeepsMaterial: true,
-					Diff: []DiffOp{{Op: "replace", Path: "/name", Old: json.RawMessage(`"x"`), Value: json.RawMessage(`"<y>"`)},
+					Diff: []config.DiffOp{{Op: "replace", Path: "/name", Old: json.RawMessage(`"x"`), Value: json.RawMessage(`"<y>"`)},
 						{Op: "remove", Path: "/a~1b", Old: json.RawMessage(`null`)}, {Op: "remove", Path: "/old"}, {Op: "replace", Path: "/v"}}},
-				{Kind: KindConnection, Key: "d", Action: ActionDelete, ResourceID: json.RawMessage("null"), Diff: []DiffOp{}},
+				{Kind: config.KindConnection, Key: "d", Action: ActionDelete, ResourceID: json.RawMessage("null"), Diff: []config.DiffOp{}},
 			},
-			Warnings: []Warning{{Code: CodeInvalid, Target: "api/x", Pointer: "/a", Detail: "\"quoted\" <tag>\n"}},
-			Moved:    MovedList{{Kind: KindAPI, Key: &key, VersionThen: &one, Diff: nil}, {Kind: KindRole, Code: CodeTypeChanged}}}},
+			Warnings: []Warning{{Code: config.CodeInvalid, Target: "api/x", Pointer: "/a", Detail: "\"quoted\" <tag>\n"}},
+			Moved:    MovedList{{Kind: config.KindAPI, Key: &key, VersionThen: &one, Diff: nil}, {Kind: config.KindRole, Code: config.CodeTypeChanged}}}},
 	}
 	for _, tt := range tests {
 		checkPlanJSON(t, tt.name, tt.plan)
@@ -317,7 +318,7 @@ func TestAppendStringAsEncodingJSON(t *testing.T) {
 		all = append(all, byte(c))
 	}
 	for _, s := range append(trickyStrings, string(all), "\xe2\x80", "\xe2\x80\xa8\xe2\x80\xa9x") {
-		want, _ := marshal(s)
+		want, _ := config.Marshal(s)
 		if got := canonjson.AppendString(nil, s); !bytes.Equal(got, want) {
 			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
 		}
@@ -328,8 +329,8 @@ func TestAppendStringAsEncodingJSON(t *testing.T) {
 // about 600 bytes (4 scopes with 100-character descriptions).
 func benchPlan(n int) *Plan {
 	created := Time(time.Date(2026, 12, 2, 3, 4, 5, 0, time.UTC))
-	p := &Plan{ID: "plan_01", Object: "config_plan", EnvironmentID: "env_01", Status: StatusApplied, Types: []Kind{KindAPI},
-		ReferencingTypes: []Kind{}, Warnings: []Warning{}, RequiredSecrets: []string{}, Summary: Summary{Create: n},
+	p := &Plan{ID: "plan_01", Object: "config_plan", EnvironmentID: "env_01", Status: StatusApplied, Types: []config.Kind{config.KindAPI},
+		ReferencingTypes: []config.Kind{}, Warnings: []Warning{}, RequiredSecrets: []string{}, Summary: Summary{Create: n},
 		CreatedAt: created, ExpiresAt: created, AppliedAt: &created, CreatedBy: "key_01", Changes: make([]Change, n)}
 	for i := range p.Changes {
 		key := fmt.Sprintf("api-%04d", i)
@@ -337,8 +338,8 @@ func benchPlan(n int) *Plan {
 		for j := range scopes {
 			scopes[j] = map[string]any{"value": fmt.Sprintf("scope:%d", j), "description": strings.Repeat("d", 100)}
 		}
-		spec := canonicalJSON(map[string]any{"identifier": "https://api.example/" + key, "display_name": "API " + key, "scopes": scopes})
-		p.Changes[i] = Change{Kind: KindAPI, Key: key, Action: ActionCreate, Spec: spec, Diff: []DiffOp{{Op: "add", Path: "", Value: spec}}}
+		spec := config.CanonicalJSON(map[string]any{"identifier": "https://api.example/" + key, "display_name": "API " + key, "scopes": scopes})
+		p.Changes[i] = Change{Kind: config.KindAPI, Key: key, Action: ActionCreate, Spec: spec, Diff: []config.DiffOp{{Op: "add", Path: "", Value: spec}}}
 	}
 	return p
 }
@@ -371,7 +372,7 @@ func BenchmarkPlanJSON(b *testing.B) {
 	})
 	b.Run("records/marshal", func(b *testing.B) {
 		for b.Loop() {
-			mustJSON(changeRecords(p.Changes))
+			config.MustJSON(changeRecords(p.Changes))
 		}
 	})
 	b.Run("records/append", func(b *testing.B) {

@@ -2,8 +2,10 @@ package plans
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -15,15 +17,15 @@ type Environment = configdb.Environment
 func (s *Service) CreateEnvironment(ctx context.Context, name string) (Environment, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 128 {
-		return Environment{}, Errorf(CodeValidationFailed, "the environment name must have 1 to 128 characters")
+		return Environment{}, config.Errorf(config.CodeValidationFailed, "the environment name must have 1 to 128 characters")
 	}
-	env := Environment{ID: NewID(PrefixEnvironment), Name: name}
+	env := Environment{ID: config.NewID(config.PrefixEnvironment), Name: name}
 	var singletons []configdb.Resource
-	for kind, spec := range DefaultSingletons(name) {
-		singletons = append(singletons, configdb.Resource{Kind: string(kind), Key: SingletonKey, Version: 1, Spec: configdb.JSON(spec)})
+	for kind, spec := range config.DefaultSingletons(name) {
+		singletons = append(singletons, configdb.Resource{Kind: string(kind), Key: config.SingletonKey, Version: 1, Spec: configdb.JSON(spec)})
 	}
-	kinds := make([]string, len(Kinds))
-	for i, k := range Kinds {
+	kinds := make([]string, len(config.Kinds))
+	for i, k := range config.Kinds {
 		kinds[i] = string(k.Kind)
 	}
 	err := s.db.Write(ctx, func(tx *configdb.Tx) error {
@@ -46,7 +48,29 @@ func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
 		return err
 	}
 	if !ok {
-		return &Error{Code: CodeNotFound, Detail: "no such environment"}
+		return &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
 	}
 	return nil
+}
+
+// PutPolicies replaces the policies of an environment.
+func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (config.Policies, error) {
+	if !config.ValidID(config.PrefixEnvironment, envID) {
+		return config.Policies{}, &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
+	}
+	p, problems, err := config.DecodePolicies(body)
+	if err != nil {
+		return config.Policies{}, err
+	}
+	if len(problems) > 0 {
+		return config.Policies{}, config.Problems(config.CodeValidationFailed, problems)
+	}
+	if err := s.requireEnvironment(ctx, envID); err != nil {
+		return config.Policies{}, err
+	}
+	err = s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.PutPolicies(ctx, envID, config.MustJSON(p)) })
+	if err != nil {
+		return config.Policies{}, fmt.Errorf("policies: %w", err)
+	}
+	return p, nil
 }

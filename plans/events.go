@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -33,8 +34,8 @@ func eventRow(a Actor, planID, typ string, data map[string]any) *configdb.PlanEv
 	if data == nil {
 		data = map[string]any{}
 	}
-	return &configdb.PlanEventRow{EnvironmentID: a.EnvironmentID, PlanID: planID, ID: NewID(PrefixEvent), Type: typ,
-		APIKeyID: a.APIKeyID, RequestID: a.RequestID, Data: mustJSON(data)}
+	return &configdb.PlanEventRow{EnvironmentID: a.EnvironmentID, PlanID: planID, ID: config.NewID(config.PrefixEvent), Type: typ,
+		APIKeyID: a.APIKeyID, RequestID: a.RequestID, Data: config.MustJSON(data)}
 }
 
 // ListEvents lists a plan's events, oldest first.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -17,22 +18,22 @@ type Export struct {
 
 // ParseTypes parses the types query parameter (kind names, comma
 // separated); empty means every type.
-func ParseTypes(param string, present bool) ([]Kind, error) {
+func ParseTypes(param string, present bool) ([]config.Kind, error) {
 	if !present {
-		out := make([]Kind, len(Kinds))
-		for i, k := range Kinds {
+		out := make([]config.Kind, len(config.Kinds))
+		for i, k := range config.Kinds {
 			out[i] = k.Kind
 		}
 		return out, nil
 	}
-	var out []Kind
+	var out []config.Kind
 	for _, name := range strings.Split(param, ",") {
 		name = strings.TrimSpace(name)
-		if _, ok := LookupKind(Kind(name)); !ok {
-			return nil, &Error{Code: CodeMalformedRequest, Detail: "types lists resource types such as connection,api; unknown type " + QuoteShort(name)}
+		if _, ok := config.LookupKind(config.Kind(name)); !ok {
+			return nil, &config.Error{Code: config.CodeMalformedRequest, Detail: "types lists resource types such as connection,api; unknown type " + config.QuoteShort(name)}
 		}
-		if !slices.Contains(out, Kind(name)) {
-			out = append(out, Kind(name))
+		if !slices.Contains(out, config.Kind(name)) {
+			out = append(out, config.Kind(name))
 		}
 	}
 	sortKinds(out)
@@ -40,8 +41,8 @@ func ParseTypes(param string, present bool) ([]Kind, error) {
 }
 
 // ExportConfig returns the configuration of kinds: a valid plan input.
-func (s *Service) ExportConfig(ctx context.Context, a Actor, kinds []Kind) (*Export, error) {
-	if err := a.Require(readPerms(kinds, PermConfigRead)...); err != nil {
+func (s *Service) ExportConfig(ctx context.Context, a Actor, kinds []config.Kind) (*Export, error) {
+	if err := a.Require(readPerms(kinds, config.PermConfigRead)...); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.LoadKinds(ctx, a.EnvironmentID, kindStrings(kinds))
@@ -55,11 +56,11 @@ func (s *Service) ExportConfig(ctx context.Context, a Actor, kinds []Kind) (*Exp
 	st.add(rows, true)
 	ex := &Export{Config: map[string]json.RawMessage{}, Versions: map[string]int{}}
 	for _, k := range kinds {
-		info, _ := LookupKind(k)
+		info, _ := config.LookupKind(k)
 		if info.Singleton {
-			if r := st.get(k, SingletonKey); r != nil {
+			if r := st.get(k, config.SingletonKey); r != nil {
 				ex.Config[info.DocKey] = json.RawMessage(r.Spec)
-				ex.Versions[resourceRef(k, SingletonKey)] = r.Version
+				ex.Versions[resourceRef(k, config.SingletonKey)] = r.Version
 			}
 			continue
 		}
@@ -68,7 +69,7 @@ func (s *Service) ExportConfig(ctx context.Context, a Actor, kinds []Kind) (*Exp
 			m[key] = json.RawMessage(r.Spec)
 			ex.Versions[resourceRef(k, key)] = r.Version
 		}
-		ex.Config[info.DocKey] = mustJSON(m)
+		ex.Config[info.DocKey] = config.MustJSON(m)
 	}
 	return ex, nil
 }

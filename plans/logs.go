@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -24,11 +25,11 @@ var logType = regexp.MustCompile(`^[a-z_]+\.[a-z_]+$`)
 
 // ListLogs lists the management log, newest first, optionally of one type.
 func (s *Service) ListLogs(ctx context.Context, a Actor, typ string, lp ListParams) (Page[LogEntry], error) {
-	if err := a.Require(PermManagementLogsRead); err != nil {
+	if err := a.Require(config.PermManagementLogsRead); err != nil {
 		return Page[LogEntry]{}, err
 	}
 	if typ != "" && !logType.MatchString(typ) {
-		return Page[LogEntry]{}, &Error{Code: CodeMalformedRequest, Detail: "type is an entry type such as config.applied"}
+		return Page[LogEntry]{}, &config.Error{Code: config.CodeMalformedRequest, Detail: "type is an entry type such as config.applied"}
 	}
 	rows, err := s.db.ListLogs(ctx, configdb.LogFilter{EnvironmentID: a.EnvironmentID, Type: typ, Before: lp.Cursor, Limit: lp.Limit + 1})
 	if err != nil {
@@ -37,7 +38,7 @@ func (s *Service) ListLogs(ctx context.Context, a Actor, typ string, lp ListPara
 	out := make([]LogEntry, len(rows))
 	for i, r := range rows {
 		out[i] = LogEntry{ID: r.ID, Type: r.Type, CreatedAt: Time(r.CreatedAt), Actor: EventActor{r.APIKeyID}, RequestID: r.RequestID,
-			PlanID: r.PlanID, RevisionID: r.RevisionID, Data: json.RawMessage(canonical(r.Data))}
+			PlanID: r.PlanID, RevisionID: r.RevisionID, Data: json.RawMessage(config.Canonical(r.Data))}
 	}
 	return page(out, lp.Limit, func(e LogEntry) string { return e.ID }), nil
 }

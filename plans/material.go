@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 )
-
-// Federation is the federation service that holds OIDC material (§8).
-type Federation = federation.Client
 
 // writeMaterial is the second phase of an apply with OIDC material: once the
 // connection records are committed, each change's material and client secret
@@ -37,7 +35,7 @@ type Federation = federation.Client
 // slow writes add up past the lease.
 func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, token string, out *applied) error {
 	ctx = context.WithoutCancel(ctx)
-	var rejected []FieldError
+	var rejected []config.FieldError
 	var truncated bool
 	var unavailable error
 	for i, c := range p.Changes {
@@ -52,26 +50,26 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		if err := s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.RenewLease(ctx, p.key(), token, s.cfg.ApplyLease) }); err != nil {
 			s.log.WarnContext(ctx, "renewing the apply lease failed", "plan_id", p.ID, "error", err)
 		}
-		v := viewConnection(c.Spec)
-		var m oidcMaterial
+		v := config.ViewConnection(c.Spec)
+		var m config.OIDCMaterial
 		_ = json.Unmarshal(v.OIDC, &m)
-		if !isPublicHostURL(m.Issuer) {
+		if !config.IsPublicHostURL(m.Issuer) {
 			// Plan creation refuses such an issuer (§23), but a plan can
 			// carry one it did not validate: oidc: null keeps a stored
 			// spec from before that rule. It never reaches the
 			// federation service, which fetches issuers.
-			rejected = append(rejected, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc/issuer", i), Code: CodeInvalid, Detail: internalHostDetail})
+			rejected = append(rejected, config.FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc/issuer", i), Code: config.CodeInvalid, Detail: config.InternalHostDetail})
 			continue
 		}
 		conID := out.connIDs[c.Key]
 		material := federation.Material{Issuer: m.Issuer, ClientID: m.ClientID, Scopes: m.Scopes,
 			RedirectURI: "https://" + *req.SPHost + "/sso/" + conID + "/callback"}
-		err := s.hooks.Federation.PutOIDC(ctx, a.EnvironmentID, conID, material, req.Secret(c.SecretRef))
+		err := s.fed.PutOIDC(ctx, a.EnvironmentID, conID, material, req.Secret(c.SecretRef))
 		var rej *federation.RejectedError
 		switch {
 		case err == nil:
 			err := s.db.Write(ctx, func(tx *configdb.Tx) error {
-				return tx.ConfirmMaterial(ctx, a.EnvironmentID, conID, materialHash(v.OIDC))
+				return tx.ConfirmMaterial(ctx, a.EnvironmentID, conID, config.MaterialHash(v.OIDC))
 			})
 			if err != nil {
 				unavailable = err
@@ -97,17 +95,17 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			return recordEvent(ctx, tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID})
 		})
 	}
-	var answer *Error
+	var answer *config.Error
 	event := map[string]any{}
 	if len(rejected) > 0 {
 		rejected, truncated = capRejected(rejected, truncated)
-		answer = Problems(CodeValidationFailed, rejected)
+		answer = config.Problems(config.CodeValidationFailed, rejected)
 		if truncated {
 			answer.Extra = map[string]any{"errors_truncated": true}
 			event["errors_truncated"] = true
 		}
 	} else {
-		answer = &Error{Code: CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
+		answer = &config.Error{Code: config.CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
 			Extra: map[string]any{"retry_after": 5}}
 	}
 	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
@@ -125,20 +123,20 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 
 // rejectedMaterial locates the problems of material the federation service
 // refused for change i where the request or the plan holds the value.
-func rejectedMaterial(i int, c Change, rej *federation.RejectedError) []FieldError {
-	var out []FieldError
+func rejectedMaterial(i int, c Change, rej *federation.RejectedError) []config.FieldError {
+	var out []config.FieldError
 	for _, fe := range rej.Errors {
 		ptr := fmt.Sprintf("/changes/%d/spec/oidc", i) + fe.Pointer
 		switch fe.Pointer {
 		case "/redirect_uri":
 			ptr = "/sp_host"
 		case "/client_secret":
-			ptr = Pointer("resolved_secrets", c.SecretRef)
+			ptr = config.Pointer("resolved_secrets", c.SecretRef)
 		}
-		out = append(out, FieldError{Pointer: ptr, Code: Code(fe.Code), Detail: "the federation service refused the OIDC material"})
+		out = append(out, config.FieldError{Pointer: ptr, Code: config.Code(fe.Code), Detail: "the federation service refused the OIDC material"})
 	}
 	if len(rej.Errors) == 0 {
-		out = append(out, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: CodeRejected, Detail: "the federation service refused the OIDC material"})
+		out = append(out, config.FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc", i), Code: config.CodeRejected, Detail: "the federation service refused the OIDC material"})
 	}
 	return out
 }
@@ -147,13 +145,13 @@ func rejectedMaterial(i int, c Change, rej *federation.RejectedError) []FieldErr
 // and keeps at most federation.MaxRejectedErrors of them for the whole
 // apply (§23); truncated reports that some were left out, here or by the
 // federation client already.
-func capRejected(errs []FieldError, truncated bool) ([]FieldError, bool) {
+func capRejected(errs []config.FieldError, truncated bool) ([]config.FieldError, bool) {
 	type problem struct {
 		pointer string
-		code    Code
+		code    config.Code
 	}
 	seen := make(map[problem]bool, len(errs))
-	out := make([]FieldError, 0, min(len(errs), federation.MaxRejectedErrors))
+	out := make([]config.FieldError, 0, min(len(errs), federation.MaxRejectedErrors))
 	for _, fe := range errs {
 		p := problem{fe.Pointer, fe.Code}
 		if seen[p] {

@@ -3,6 +3,7 @@ package plans
 import (
 	"encoding/json"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -13,27 +14,27 @@ import (
 // deletion, whose referrers can be anywhere, or for prune, which must know
 // every key — whole kinds.
 type need struct {
-	keys    map[Kind]map[string]bool
-	full    map[Kind]bool
-	uniques map[Kind]map[string]map[string]bool // kind → field → UniqueValue.Key
+	keys    map[config.Kind]map[string]bool
+	full    map[config.Kind]bool
+	uniques map[config.Kind]map[string]map[string]bool // kind → field → UniqueValue.Key
 }
 
 func newNeed() *need {
-	return &need{keys: map[Kind]map[string]bool{}, full: map[Kind]bool{}, uniques: map[Kind]map[string]map[string]bool{}}
+	return &need{keys: map[config.Kind]map[string]bool{}, full: map[config.Kind]bool{}, uniques: map[config.Kind]map[string]map[string]bool{}}
 }
 
-func (n *need) key(k Kind, key string) {
+func (n *need) key(k config.Kind, key string) {
 	if n.keys[k] == nil {
 		n.keys[k] = map[string]bool{}
 	}
 	n.keys[k][key] = true
 }
 
-func (n *need) kind(k Kind) { n.full[k] = true }
+func (n *need) kind(k config.Kind) { n.full[k] = true }
 
 // resource records what a resource's planned spec (nil: a deletion) needs
 // besides the resource itself.
-func (n *need) resource(k Kind, key string, spec json.RawMessage) {
+func (n *need) resource(k config.Kind, key string, spec json.RawMessage) {
 	n.key(k, key)
 	if spec == nil {
 		for _, rk := range referencedBy[k] {
@@ -41,10 +42,10 @@ func (n *need) resource(k Kind, key string, spec json.RawMessage) {
 		}
 		return
 	}
-	for _, ref := range References(k, key, spec) {
+	for _, ref := range config.References(k, key, spec) {
 		n.key(ref.Kind, ref.Key)
 	}
-	for _, u := range UniqueValues(k, spec) {
+	for _, u := range config.UniqueValues(k, spec) {
 		if n.uniques[k] == nil {
 			n.uniques[k] = map[string]map[string]bool{}
 		}
@@ -59,7 +60,7 @@ func (n *need) resource(k Kind, key string, spec json.RawMessage) {
 // order, then the resources of the other kinds by key and by unique value.
 func (n *need) selection() configdb.Selection {
 	var sel configdb.Selection
-	for _, k := range Kinds {
+	for _, k := range config.Kinds {
 		if n.full[k.Kind] {
 			sel.Kinds = append(sel.Kinds, string(k.Kind))
 		}
@@ -95,7 +96,7 @@ func (n *need) selection() configdb.Selection {
 // specs byte for byte; the apply only decodes them.
 func stateOf(rows []configdb.Resource, canonicalize bool) state {
 	st := state{}
-	for _, k := range Kinds {
+	for _, k := range config.Kinds {
 		st[k.Kind] = map[string]*configdb.Resource{}
 	}
 	st.add(rows, canonicalize)

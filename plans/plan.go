@@ -8,36 +8,58 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
+// Status is the status of a plan.
+type Status string
+
 // Plan statuses.
 const (
-	StatusPlanned    = "planned"
-	StatusApplying   = "applying"
-	StatusApplied    = "applied"
-	StatusConflicted = "conflicted"
-	StatusExpired    = "expired"
+	StatusPlanned    Status = "planned"
+	StatusApplying   Status = "applying"
+	StatusApplied    Status = "applied"
+	StatusConflicted Status = "conflicted"
+	StatusExpired    Status = "expired"
 	// StatusPreview is the status of a plan previewed, never stored (§14).
-	StatusPreview = "preview"
+	StatusPreview Status = "preview"
 )
+
+// Action is what a change does to its resource.
+type Action string
 
 // Change actions.
 const (
-	ActionCreate = "create"
-	ActionUpdate = "update"
-	ActionDelete = "delete"
-	ActionNoOp   = "no_op"
+	ActionCreate Action = "create"
+	ActionUpdate Action = "update"
+	ActionDelete Action = "delete"
+	ActionNoOp   Action = "no_op"
 )
+
+// LogVerb is the verb of the management log's entry of a change,
+// "<kind>.<verb>": created, updated or deleted ("" for a no_op, which
+// writes no entry).
+func (a Action) LogVerb() string {
+	switch a {
+	case ActionCreate:
+		return "created"
+	case ActionUpdate:
+		return "updated"
+	case ActionDelete:
+		return "deleted"
+	}
+	return ""
+}
 
 // Change is one planned change of a resource.
 type Change struct {
-	Kind           Kind            `json:"kind"`
+	Kind           config.Kind     `json:"kind"`
 	Key            string          `json:"key"`
-	Action         string          `json:"action"`
+	Action         Action          `json:"action"`
 	BaseVersion    *int            `json:"base_version"`
 	Spec           json.RawMessage `json:"spec"`
-	Diff           []DiffOp        `json:"diff"`
+	Diff           []config.DiffOp `json:"diff"`
 	RequiresSecret bool            `json:"requires_secret"`
 	SecretRef      string          `json:"secret_ref,omitempty"`
 	// ResourceID is the connection id (con_…): JSON null for a connection
@@ -61,10 +83,10 @@ type changeRecord struct {
 
 // Warning is a warning of a plan.
 type Warning struct {
-	Code    Code   `json:"code"`
-	Target  string `json:"target"`
-	Pointer string `json:"pointer"`
-	Detail  string `json:"detail"`
+	Code    config.Code `json:"code"`
+	Target  string      `json:"target"`
+	Pointer string      `json:"pointer"`
+	Detail  string      `json:"detail"`
 }
 
 // Summary counts the changes of a plan by action.
@@ -77,30 +99,30 @@ type Summary struct {
 
 // Plan is a config plan as the API shows it.
 type Plan struct {
-	ID               string    `json:"id"`
-	Object           string    `json:"object"`
-	EnvironmentID    string    `json:"environment_id"`
-	Status           string    `json:"status"`
-	Prune            bool      `json:"prune"`
-	Types            []Kind    `json:"types"`
-	ReferencingTypes []Kind    `json:"referencing_types"`
-	Changes          []Change  `json:"changes"`
-	Warnings         []Warning `json:"warnings"`
-	RequiredSecrets  []string  `json:"required_secrets"`
-	RequiresSPHost   bool      `json:"requires_sp_host"`
-	Summary          Summary   `json:"summary"`
-	CreatedAt        Time      `json:"created_at"`
-	ExpiresAt        Time      `json:"expires_at"`
-	AppliedAt        *Time     `json:"applied_at"`
-	RevisionID       *string   `json:"revision_id"`
-	CreatedBy        string    `json:"created_by"`
+	ID               string        `json:"id"`
+	Object           string        `json:"object"`
+	EnvironmentID    string        `json:"environment_id"`
+	Status           Status        `json:"status"`
+	Prune            bool          `json:"prune"`
+	Types            []config.Kind `json:"types"`
+	ReferencingTypes []config.Kind `json:"referencing_types"`
+	Changes          []Change      `json:"changes"`
+	Warnings         []Warning     `json:"warnings"`
+	RequiredSecrets  []string      `json:"required_secrets"`
+	RequiresSPHost   bool          `json:"requires_sp_host"`
+	Summary          Summary       `json:"summary"`
+	CreatedAt        Time          `json:"created_at"`
+	ExpiresAt        Time          `json:"expires_at"`
+	AppliedAt        *Time         `json:"applied_at"`
+	RevisionID       *string       `json:"revision_id"`
+	CreatedBy        string        `json:"created_by"`
 	// RebasedFrom is the plan a rebase was made from (nil: not a rebase),
 	// and Moved what had moved since that plan was computed.
 	RebasedFrom *string   `json:"rebased_from"`
 	Moved       MovedList `json:"moved"`
 
 	versions     map[string]int
-	fingerprints map[Kind]int64
+	fingerprints map[config.Kind]int64
 	// storedStatus is the status as stored, which the status shown may
 	// not be (an expired plan is expired before it is marked so).
 	storedStatus string
@@ -156,7 +178,7 @@ func timePtr(t *time.Time) *Time {
 	return &v
 }
 
-func resourceRef(kind Kind, key string) string { return string(kind) + "/" + key }
+func resourceRef(kind config.Kind, key string) string { return string(kind) + "/" + key }
 
 // planFromRow decodes a stored plan. The status shown is the effective one:
 // an applying plan whose lease has passed is planned again, a planned plan
@@ -203,15 +225,15 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 		}
 		c.WritesMaterial, c.KeepsMaterial = rc.WritesMaterial, rc.KeepsMaterial
 		if c.Diff == nil {
-			c.Diff = []DiffOp{}
+			c.Diff = []config.DiffOp{}
 		}
 		p.Changes[i] = c
 	}
 	return p, nil
 }
 
-func effectiveStatus(r *configdb.PlanRow, now time.Time) string {
-	switch r.Status {
+func effectiveStatus(r *configdb.PlanRow, now time.Time) Status {
+	switch Status(r.Status) {
 	case StatusApplying:
 		if r.LeaseUntil != nil && !now.Before(*r.LeaseUntil) {
 			if !now.Before(r.ExpiresAt) {
@@ -224,7 +246,7 @@ func effectiveStatus(r *configdb.PlanRow, now time.Time) string {
 			return StatusExpired
 		}
 	}
-	return r.Status
+	return Status(r.Status)
 }
 
 // GetPlan returns a plan of the actor's environment. It needs config:read
@@ -234,30 +256,30 @@ func (s *Service) GetPlan(ctx context.Context, a Actor, id string) (*Plan, error
 	if err != nil {
 		return nil, err
 	}
-	if err := a.Require(readPerms(p.Types, PermConfigRead)...); err != nil {
+	if err := a.Require(readPerms(p.Types, config.PermConfigRead)...); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
 func (s *Service) loadPlan(ctx context.Context, envID, id string) (*Plan, error) {
-	if !ValidID(PrefixPlan, id) {
-		return nil, &Error{Code: CodeNotFound, Detail: "no such config plan"}
+	if !config.ValidID(config.PrefixPlan, id) {
+		return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config plan"}
 	}
 	r, err := s.db.LoadPlan(ctx, configdb.PlanKey{EnvironmentID: envID, ID: id})
 	if err != nil {
 		if isNotFound(err) {
-			return nil, &Error{Code: CodeNotFound, Detail: "no such config plan"}
+			return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config plan"}
 		}
 		return nil, err
 	}
 	return s.planFromRow(r)
 }
 
-func readPerms(kinds []Kind, extra ...string) []string {
+func readPerms(kinds []config.Kind, extra ...string) []string {
 	out := append([]string(nil), extra...)
 	for _, k := range kinds {
-		if info, ok := LookupKind(k); ok {
+		if info, ok := config.LookupKind(k); ok {
 			out = append(out, info.ReadPerm)
 		}
 	}
@@ -296,14 +318,14 @@ func page[T any](rows []T, limit int, id func(T) string) Page[T] {
 // optionally only those of one status. It needs config:read; the plans
 // listed are those whose types the key may read, every one of them.
 func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp ListParams) (Page[*Plan], error) {
-	if err := a.Require(PermConfigRead); err != nil {
+	if err := a.Require(config.PermConfigRead); err != nil {
 		return Page[*Plan]{}, err
 	}
-	switch status {
+	switch Status(status) {
 	case "", StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired:
 	default:
-		return Page[*Plan]{}, &Error{Code: CodeMalformedRequest, Detail: "status must be one of planned, applying, applied, conflicted, expired",
-			Errors: []FieldError{{Pointer: "", Code: CodeInvalid, Detail: "unknown status " + QuoteShort(status)}}}
+		return Page[*Plan]{}, &config.Error{Code: config.CodeMalformedRequest, Detail: "status must be one of planned, applying, applied, conflicted, expired",
+			Errors: []config.FieldError{{Pointer: "", Code: config.CodeInvalid, Detail: "unknown status " + config.QuoteShort(status)}}}
 	}
 	now := s.now()
 	sets, all, err := s.readableTypeSets(ctx, a)
@@ -330,7 +352,7 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 			if err != nil {
 				return Page[*Plan]{}, err
 			}
-			if (status == "" || p.Status == status) && a.Can(readPerms(p.Types)) {
+			if (status == "" || p.Status == Status(status)) && a.Can(readPerms(p.Types)) {
 				out = append(out, p)
 			}
 		}
@@ -344,7 +366,7 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 
 // typeSet is the stored type_set of a plan of these types: the kinds sorted
 // bytewise and joined by commas.
-func typeSet(types []Kind) string {
+func typeSet(types []config.Kind) string {
 	names := kindStrings(types)
 	slices.Sort(names)
 	return strings.Join(names, ",")
@@ -361,10 +383,10 @@ func (s *Service) readableTypeSets(ctx context.Context, a Actor) (sets []string,
 	}
 	all = true
 	for _, set := range present {
-		var kinds []Kind
+		var kinds []config.Kind
 		if set != "" {
 			for _, k := range strings.Split(set, ",") {
-				kinds = append(kinds, Kind(k))
+				kinds = append(kinds, config.Kind(k))
 			}
 		}
 		if set == "" || a.Can(readPerms(kinds)) {
@@ -374,14 +396,6 @@ func (s *Service) readableTypeSets(ctx context.Context, a Actor) (sets []string,
 		}
 	}
 	return sets, all, nil
-}
-
-// QuoteShort quotes a value for a detail, cut to 40 characters.
-func QuoteShort(s string) string {
-	if len(s) > 40 {
-		s = s[:40] + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // key names the plan in the storage.

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/keenauth/configplans/config"
 	"strings"
 )
 
 // entry is one resource the plan sets: a spec of the document, or a
 // deletion (spec nil).
 type entry struct {
-	kind    Kind
+	kind    config.Kind
 	key     string
 	spec    json.RawMessage // nil: delete
 	pointer string          // pointer of the entry in the request ("" for pruned)
@@ -21,12 +22,12 @@ type entry struct {
 // document laid over it (post).
 type planState struct {
 	prune             bool
-	planned, refTypes []Kind
+	planned, refTypes []config.Kind
 	cur               state
-	gens              map[Kind]int64
+	gens              map[config.Kind]int64
 	material          map[string]string // connection id → confirmed material hash
-	policies          Policies
-	expected          []ExpectedVersion
+	policies          config.Policies
+	expected          []config.ExpectedVersion
 	entries           []entry
 	inDoc             map[string]bool // the document's resources, kind/key
 	keep              map[string]bool // connections whose current material the plan keeps
@@ -39,19 +40,19 @@ type planState struct {
 // at (config_conflict: a state check, after the document's own problems as
 // the apply's row 13 comes after row 10), then the environment's policies
 // (policy_conflict).
-func runPlanChecks(ps *planState, problems []FieldError) error {
+func runPlanChecks(ps *planState, problems []config.FieldError) error {
 	problems = append(problems, referenceProblems(ps.entries, ps.post)...)
 	if len(problems) > 0 {
 		sortProblems(problems)
-		return Problems(CodeValidationFailed, problems)
+		return config.Problems(config.CodeValidationFailed, problems)
 	}
 	if moved := versionConflicts(ps.expected, ps.cur); len(moved) > 0 {
-		return &Error{Code: CodeConfigConflict, Errors: moved,
+		return &config.Error{Code: config.CodeConfigConflict, Errors: moved,
 			Detail: fmt.Sprintf("%d of the resources listed in versions changed since the export; nothing was stored", len(moved))}
 	}
 	if violations := planPolicyViolations(ps.entries, ps.cur, ps.policies); len(violations) > 0 {
 		sortProblems(violations)
-		return Problems(CodePolicyConflict, violations)
+		return config.Problems(config.CodePolicyConflict, violations)
 	}
 	return nil
 }
@@ -60,24 +61,24 @@ func runPlanChecks(ps *planState, problems []FieldError) error {
 // current material, which the plan then leaves alone even when the
 // federation service has not confirmed it: no secret, no write. A new
 // enterprise connection needs its material: a problem.
-func (ps *planState) keepMaterial() []FieldError {
-	var problems []FieldError
+func (ps *planState) keepMaterial() []config.FieldError {
+	var problems []config.FieldError
 	ps.keep = map[string]bool{}
 	for i, e := range ps.entries {
-		if e.kind != KindConnection || e.spec == nil {
+		if e.kind != config.KindConnection || e.spec == nil {
 			continue
 		}
-		if v := viewConnection(e.spec); v.Type != "enterprise" || v.OIDC != nil {
+		if v := config.ViewConnection(e.spec); v.Type != "enterprise" || v.OIDC != nil {
 			continue
 		}
 		var curOIDC json.RawMessage
-		if r := ps.cur.get(KindConnection, e.key); r != nil {
-			if cv := viewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" {
+		if r := ps.cur.get(config.KindConnection, e.key); r != nil {
+			if cv := config.ViewConnection(json.RawMessage(r.Spec)); cv.Type == "enterprise" {
 				curOIDC = cv.OIDC
 			}
 		}
 		if curOIDC == nil {
-			problems = append(problems, FieldError{Pointer: e.pointer + "/oidc", Code: CodeRequired,
+			problems = append(problems, config.FieldError{Pointer: e.pointer + "/oidc", Code: config.CodeRequired,
 				Detail: "a new enterprise connection needs its OIDC material (an object, not null)"})
 			continue
 		}
@@ -92,8 +93,8 @@ func (ps *planState) keepMaterial() []FieldError {
 // behind (§13): the apply would refuse it from the same state (row 13 for
 // an api or an application, row 15 for a connection), which then only
 // catches a reference that appeared after planning.
-func referenceProblems(entries []entry, post *postState) []FieldError {
-	var problems []FieldError
+func referenceProblems(entries []entry, post *postState) []config.FieldError {
+	var problems []config.FieldError
 	for _, e := range entries {
 		if e.spec == nil {
 			if p, ok := inUseProblem(e, post); ok {
@@ -102,12 +103,12 @@ func referenceProblems(entries []entry, post *postState) []FieldError {
 			continue
 		}
 		seen := map[string]bool{}
-		for _, ref := range References(e.kind, e.key, e.spec) {
+		for _, ref := range config.References(e.kind, e.key, e.spec) {
 			if code, detail, ok := post.resolve(ref); !ok {
 				ptr := e.pointer + referencePointer(ref, code)
 				if !seen[ptr] {
 					seen[ptr] = true
-					problems = append(problems, FieldError{Pointer: ptr, Code: code, Detail: detail})
+					problems = append(problems, config.FieldError{Pointer: ptr, Code: code, Detail: detail})
 				}
 			}
 		}
@@ -118,27 +119,27 @@ func referenceProblems(entries []entry, post *postState) []FieldError {
 // inUseProblem refuses the deletion of e when a resource of the post-plan
 // state still references it: at the deletion's member of the document, or
 // at /prune for one that the prune makes.
-func inUseProblem(e entry, post *postState) (FieldError, bool) {
+func inUseProblem(e entry, post *postState) (config.FieldError, bool) {
 	if post.cur.get(e.kind, e.key) == nil {
-		return FieldError{}, false
+		return config.FieldError{}, false
 	}
 	refs := post.referrers(e.kind, e.key)
 	if len(refs) == 0 {
-		return FieldError{}, false
+		return config.FieldError{}, false
 	}
 	ptr := e.pointer
 	if ptr == "" {
 		ptr = "/prune"
 	}
-	return FieldError{Pointer: ptr, Code: CodeInUse,
+	return config.FieldError{Pointer: ptr, Code: config.CodeInUse,
 		Detail: fmt.Sprintf("%s is still referenced by %s", resourceRef(e.kind, e.key), strings.Join(referrerPhrases(refs, post.readable), ", "))}, true
 }
 
 // planPolicyViolations checks every spec the plan changes against the
 // environment's policies.
-func planPolicyViolations(entries []entry, cur state, policies Policies) []FieldError {
-	var violations []FieldError
-	check := policies.checker()
+func planPolicyViolations(entries []entry, cur state, policies config.Policies) []config.FieldError {
+	var violations []config.FieldError
+	check := policies.Checker()
 	for _, e := range entries {
 		if e.spec != nil {
 			if r := cur.get(e.kind, e.key); r == nil || !bytes.Equal(r.Spec, e.spec) {
@@ -154,7 +155,7 @@ func planPolicyViolations(entries []entry, cur state, policies Policies) []Field
 func (ps *planState) deletedApplications() []string {
 	var keys []string
 	for _, e := range ps.entries {
-		if e.kind == KindApplication && e.spec == nil && ps.cur.get(e.kind, e.key) != nil {
+		if e.kind == config.KindApplication && e.spec == nil && ps.cur.get(e.kind, e.key) != nil {
 			keys = append(keys, e.key)
 		}
 	}
@@ -169,20 +170,20 @@ func deletionWarning(c Change, ptr string, recent map[string]bool) (Warning, boo
 		return Warning{}, false
 	}
 	target := resourceRef(c.Kind, c.Key)
-	return Warning{Code: CodeDeletionRequiresConfirmation, Target: target, Pointer: ptr,
+	return Warning{Code: config.CodeDeletionRequiresConfirmation, Target: target, Pointer: ptr,
 		Detail: why + " with confirm_deletions: [\"" + target + "\"]"}, true
 }
 
 // uniqueWarnings warns of the unique values us of a change that a
 // resource outside the document holds after the plan: the apply refuses
 // them while it does (row 14). holders is the index of the change's kind.
-func uniqueWarnings(c Change, ptr string, us []UniqueValue, holders map[uniqueKey][]string, inDoc map[string]bool) []Warning {
+func uniqueWarnings(c Change, ptr string, us []config.UniqueValue, holders map[config.UniqueKey][]string, inDoc map[string]bool) []Warning {
 	var out []Warning
 	for _, u := range us {
-		for _, other := range holders[u.compared()] {
+		for _, other := range holders[u.Compared()] {
 			if other != c.Key && !inDoc[resourceRef(c.Kind, other)] {
-				out = append(out, Warning{Code: CodeUniqueValueInUse, Target: resourceRef(c.Kind, c.Key), Pointer: ptr + "/spec/" + u.Field,
-					Detail: fmt.Sprintf("%s %s is already used by %s; the apply will be refused while it is", u.Field, QuoteShort(u.Value), resourceRef(c.Kind, other))})
+				out = append(out, Warning{Code: config.CodeUniqueValueInUse, Target: resourceRef(c.Kind, c.Key), Pointer: ptr + "/spec/" + u.Field,
+					Detail: fmt.Sprintf("%s %s is already used by %s; the apply will be refused while it is", u.Field, config.QuoteShort(u.Value), resourceRef(c.Kind, other))})
 				break
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -18,21 +19,21 @@ const MaxPlanBytes = 10 << 20
 
 // PlanRequest is a parsed body of POST /v1/config-plans.
 type PlanRequest struct {
-	Doc      *Document
+	Doc      *config.Document
 	Prune    bool
-	Problems []FieldError // 422-class problems found while decoding
+	Problems []config.FieldError // 422-class problems found while decoding
 	// DocumentBytes is the size of the config member as sent.
 	DocumentBytes int
 	// Versions are the versions the request expects resources at (§13):
 	// one that moved refuses the plan.
-	Versions []ExpectedVersion
+	Versions []config.ExpectedVersion
 }
 
 // RequiredPermissions are the permissions plan creation needs: config:write
 // and the read permission of every planned type, and of every type whose
 // versions the request lists (their check tells those versions).
 func (pr *PlanRequest) RequiredPermissions() []string {
-	return readPerms(append(slices.Clone(pr.Doc.Types), versionKinds(pr.Versions)...), PermConfigWrite)
+	return readPerms(append(slices.Clone(pr.Doc.Types), versionKinds(pr.Versions)...), config.PermConfigWrite)
 }
 
 // PendingPlan is a plan creation, or a restore, whose permissions hold:
@@ -118,7 +119,7 @@ func (pp *PendingPlan) Preview(ctx context.Context) (*PlanPreview, error) {
 // 10 MiB (the plan's own size is planSize).
 func documentSize(pr *PlanRequest) error {
 	if pr.DocumentBytes > MaxPlanBytes {
-		return &Error{Code: CodeConfigDocumentTooLarge,
+		return &config.Error{Code: config.CodeConfigDocumentTooLarge,
 			Detail: fmt.Sprintf("the document takes %d bytes, over the limit of %d; plan fewer types", pr.DocumentBytes, MaxPlanBytes)}
 	}
 	return nil
@@ -170,8 +171,8 @@ func (pp *PendingPlan) compute(ctx context.Context, tx *configdb.Tx) (*Plan, err
 	// A deleted connection comes back with its former id, so the callback
 	// URL registered at its identity provider still works.
 	for i, c := range p.Changes {
-		if c.Kind == KindConnection && c.Action == ActionCreate && pp.formerIDs[c.Key] != "" {
-			p.Changes[i].ResourceID = json.RawMessage(mustJSON(pp.formerIDs[c.Key]))
+		if c.Kind == config.KindConnection && c.Action == ActionCreate && pp.formerIDs[c.Key] != "" {
+			p.Changes[i].ResourceID = json.RawMessage(config.MustJSON(pp.formerIDs[c.Key]))
 		}
 	}
 	return p, nil
@@ -218,7 +219,7 @@ func (s *Service) computePlanFrom(ctx context.Context, tx *configdb.Tx, a Actor,
 // generations of the planned and referencing types, the confirmed OIDC
 // material and the policies, and the resources whose versions the request
 // lists.
-func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Document, prune bool, expected []ExpectedVersion) (*planState, error) {
+func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *config.Document, prune bool, expected []config.ExpectedVersion) (*planState, error) {
 	ps := &planState{prune: prune, planned: slices.Clone(doc.Types)}
 	sortKinds(ps.planned)
 	if prune {
@@ -226,7 +227,7 @@ func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Docu
 	}
 	n := newNeed()
 	for _, k := range ps.planned {
-		if info, _ := LookupKind(k); prune && !info.Singleton {
+		if info, _ := config.LookupKind(k); prune && !info.Singleton {
 			n.kind(k)
 		}
 		for _, e := range doc.Entries[k] {
@@ -261,14 +262,14 @@ func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *Docu
 // kind order, and with prune the current resources of the planned kinds
 // that the document leaves out (deletions, in key order). inDoc holds the
 // document's resources.
-func planEntries(doc *Document, planned []Kind, prune bool, cur state) (entries []entry, inDoc map[string]bool) {
+func planEntries(doc *config.Document, planned []config.Kind, prune bool, cur state) (entries []entry, inDoc map[string]bool) {
 	inDoc = map[string]bool{}
 	for _, k := range planned {
-		info, _ := LookupKind(k)
+		info, _ := config.LookupKind(k)
 		for _, e := range doc.Entries[k] {
-			ptr := Pointer("config", info.DocKey, e.Key)
+			ptr := config.Pointer("config", info.DocKey, e.Key)
 			if info.Singleton {
-				ptr = Pointer("config", info.DocKey)
+				ptr = config.Pointer("config", info.DocKey)
 			}
 			entries = append(entries, entry{k, e.Key, e.Spec, ptr})
 			inDoc[resourceRef(k, e.Key)] = true
@@ -297,7 +298,7 @@ func sortEntries(entries []entry) {
 		if di != dj {
 			return di
 		}
-		oi, oj := WriteOrder(entries[i].kind), WriteOrder(entries[j].kind)
+		oi, oj := config.WriteOrder(entries[i].kind), config.WriteOrder(entries[j].kind)
 		if oi != oj {
 			if di {
 				return oi > oj
@@ -310,16 +311,16 @@ func sortEntries(entries []entry) {
 
 // buildPlan makes the plan of the checked entries, in write order.
 func (s *Service) buildPlan(now time.Time, a Actor, ps *planState, recent map[string]bool) *Plan {
-	p := &Plan{ID: NewID(PrefixPlan), Object: "config_plan", EnvironmentID: a.EnvironmentID, Status: StatusPlanned,
+	p := &Plan{ID: config.NewID(config.PrefixPlan), Object: "config_plan", EnvironmentID: a.EnvironmentID, Status: StatusPlanned,
 		Prune: ps.prune, Types: sortedKindNames(ps.planned), ReferencingTypes: sortedKindNames(ps.refTypes),
 		Warnings: []Warning{}, RequiredSecrets: []string{}, CreatedAt: Time(now), ExpiresAt: Time(now.Add(s.cfg.PlanTTL)),
-		CreatedBy: a.APIKeyID, versions: map[string]int{}, fingerprints: map[Kind]int64{}, Changes: []Change{}}
+		CreatedBy: a.APIKeyID, versions: map[string]int{}, fingerprints: map[config.Kind]int64{}, Changes: []Change{}}
 	for _, k := range append(slices.Clone(ps.planned), ps.refTypes...) {
 		p.fingerprints[k] = ps.gens[k]
 	}
 	// The holders of the unique values of a kind, indexed once (by
 	// post.uniqueHolders) rather than scanned for every entry.
-	holders := map[Kind]map[uniqueKey][]string{}
+	holders := map[config.Kind]map[config.UniqueKey][]string{}
 	for i, e := range ps.entries {
 		c, version := ps.change(e)
 		p.versions[resourceRef(e.kind, e.key)] = version
@@ -328,7 +329,7 @@ func (s *Service) buildPlan(now time.Time, a Actor, ps *planState, recent map[st
 			p.Warnings = append(p.Warnings, w)
 		}
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
-			us := UniqueValues(e.kind, e.spec)
+			us := config.UniqueValues(e.kind, e.spec)
 			if holders[e.kind] == nil && len(us) > 0 {
 				holders[e.kind] = ps.post.uniqueHolders(e.kind)
 			}
@@ -372,13 +373,13 @@ func (ps *planState) change(e entry) (Change, int) {
 	}
 	switch c.Action {
 	case ActionNoOp:
-		c.Diff = []DiffOp{}
+		c.Diff = []config.DiffOp{}
 	case ActionCreate:
 		// The document's specs are canonical: the added value is the
 		// spec as it is, with no walk.
-		c.Diff = []DiffOp{{Op: "add", Path: "", Value: e.spec}}
+		c.Diff = []config.DiffOp{{Op: "add", Path: "", Value: e.spec}}
 	default:
-		c.Diff = Diff(before, e.spec)
+		c.Diff = config.Diff(before, e.spec)
 		// An op's old value is a slice of today's spec, which it would keep
 		// alive with the plan (the plan's size again, for a few changed
 		// members): it is copied out.
@@ -392,10 +393,10 @@ func (ps *planState) change(e entry) (Change, int) {
 			c.Action = ActionNoOp
 		}
 	}
-	if e.kind == KindConnection {
+	if e.kind == config.KindConnection {
 		c.ResourceID = json.RawMessage("null")
 		if r != nil && r.ResourceID != "" {
-			c.ResourceID = json.RawMessage(mustJSON(r.ResourceID))
+			c.ResourceID = json.RawMessage(config.MustJSON(r.ResourceID))
 		}
 		if !ps.keep[e.key] {
 			planSecret(&c, r, ps.material)
@@ -407,7 +408,7 @@ func (ps *planState) change(e entry) (Change, int) {
 }
 
 // count adds a change of action to the summary.
-func (s *Summary) count(action string) {
+func (s *Summary) count(action Action) {
 	switch action {
 	case ActionCreate:
 		s.Create++
@@ -429,32 +430,32 @@ func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 	if c.Spec == nil {
 		return
 	}
-	v := viewConnection(c.Spec)
-	var cv connectionView
+	v := config.ViewConnection(c.Spec)
+	var cv config.ConnectionView
 	if r != nil {
-		cv = viewConnection(json.RawMessage(r.Spec))
+		cv = config.ViewConnection(json.RawMessage(r.Spec))
 	}
 	switch v.Type {
 	case "enterprise":
 		if v.OIDC == nil {
 			return
 		}
-		needs := r == nil || cv.Type != "enterprise" || !bytes.Equal(canonical(cv.OIDC), canonical(v.OIDC))
-		if !needs && material[r.ResourceID] != materialHash(v.OIDC) {
+		needs := r == nil || cv.Type != "enterprise" || !bytes.Equal(config.Canonical(cv.OIDC), config.Canonical(v.OIDC))
+		if !needs && material[r.ResourceID] != config.MaterialHash(v.OIDC) {
 			needs = true
 			if c.Action == ActionNoOp {
 				c.Action = ActionUpdate
 			}
 		}
 		if needs {
-			c.RequiresSecret, c.WritesMaterial, c.SecretRef = true, true, SecretRef(c.Key)
+			c.RequiresSecret, c.WritesMaterial, c.SecretRef = true, true, config.SecretRef(c.Key)
 		}
 	case "social":
 		if v.Social == nil || !v.Social.UseOwnCredentials {
 			return
 		}
 		if r == nil || cv.Social == nil || !cv.Social.UseOwnCredentials || cv.Social.ClientID != v.Social.ClientID {
-			c.RequiresSecret, c.SecretRef = true, SecretRef(c.Key)
+			c.RequiresSecret, c.SecretRef = true, config.SecretRef(c.Key)
 		}
 	}
 }
@@ -464,13 +465,13 @@ func planSecret(c *Change, r *configdb.Resource, material map[string]string) {
 func newPlanRow(p *Plan) *configdb.PlanRow {
 	changes := appendChangeRecords(nil, p.Changes)
 	p.keepChangesJSON(changes)
-	row := &configdb.PlanRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: p.Status, Prune: p.Prune,
-		Types: mustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: mustJSON(p.ReferencingTypes), Changes: changes,
-		Warnings: mustJSON(p.Warnings), RequiredSecrets: mustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
-		Summary: mustJSON(p.Summary), Versions: mustJSON(p.versions), Fingerprints: mustJSON(p.fingerprints),
+	row := &configdb.PlanRow{EnvironmentID: p.EnvironmentID, ID: p.ID, Status: string(p.Status), Prune: p.Prune,
+		Types: config.MustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: config.MustJSON(p.ReferencingTypes), Changes: changes,
+		Warnings: config.MustJSON(p.Warnings), RequiredSecrets: config.MustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
+		Summary: config.MustJSON(p.Summary), Versions: config.MustJSON(p.versions), Fingerprints: config.MustJSON(p.fingerprints),
 		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy, RebasedFrom: p.RebasedFrom}
 	if p.RebasedFrom != nil {
-		row.Moved = mustJSON(p.Moved)
+		row.Moved = config.MustJSON(p.Moved)
 	}
 	return row
 }
@@ -478,7 +479,7 @@ func newPlanRow(p *Plan) *configdb.PlanRow {
 // planSize refuses a plan whose stored form would be over 10 MiB.
 func planSize(row *configdb.PlanRow) error {
 	if size := len(row.Changes) + len(row.Warnings) + len(row.Versions) + len(row.Moved); size > MaxPlanBytes {
-		return &Error{Code: CodeConfigDocumentTooLarge,
+		return &config.Error{Code: config.CodeConfigDocumentTooLarge,
 			Detail: fmt.Sprintf("the plan would take %d bytes, over the limit of %d; plan fewer types", size, MaxPlanBytes)}
 	}
 	return nil
@@ -512,16 +513,16 @@ func planRecord(a Actor, p *Plan) (*configdb.PlanRow, *configdb.PlanEventRow, er
 
 func time0(t Time) time.Time { return time.Time(t) }
 
-func sortedKindNames(ks []Kind) []Kind {
+func sortedKindNames(ks []config.Kind) []config.Kind {
 	out := slices.Clone(ks)
 	if out == nil {
-		out = []Kind{}
+		out = []config.Kind{}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func sortProblems(ps []FieldError) {
+func sortProblems(ps []config.FieldError) {
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Pointer < ps[j].Pointer })
 }
 
@@ -529,17 +530,17 @@ func sortProblems(ps []FieldError) {
 // wrong value: a missing API at the grant's or the permission's `api` (once
 // per grant, not once per scope), a missing scope at the permission's
 // `scope` or the grant's scope.
-func referencePointer(ref Reference, code Code) string {
-	if ref.Kind != KindAPI {
+func referencePointer(ref config.Reference, code config.Code) string {
+	if ref.Kind != config.KindAPI {
 		return ref.Pointer
 	}
 	if strings.HasPrefix(ref.Pointer, "/permissions/") {
-		if code == CodeUnknownScope {
+		if code == config.CodeUnknownScope {
 			return ref.Pointer + "/scope"
 		}
 		return ref.Pointer + "/api"
 	}
-	if i := strings.Index(ref.Pointer, "/scopes/"); i >= 0 && code == CodeDanglingReference {
+	if i := strings.Index(ref.Pointer, "/scopes/"); i >= 0 && code == config.CodeDanglingReference {
 		return ref.Pointer[:i] + "/api"
 	}
 	return ref.Pointer
@@ -552,5 +553,5 @@ func withMember(spec json.RawMessage, name string, value json.RawMessage) json.R
 		return spec
 	}
 	m[name] = value
-	return canonical(mustJSON(m))
+	return config.Canonical(config.MustJSON(m))
 }

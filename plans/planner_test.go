@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -15,8 +16,8 @@ import (
 func TestPlannedUpdateHoldsNoSliceOfTodaysSpec(t *testing.T) {
 	before := []byte(`{"display_name":"Before","identifier":"https://api.example/x","scopes":[],"token_lifetime_seconds":3600}`)
 	after := json.RawMessage(`{"display_name":"After","identifier":"https://api.example/x","scopes":[],"token_lifetime_seconds":3600}`)
-	ps := &planState{cur: state{KindAPI: {"x": &configdb.Resource{Kind: string(KindAPI), Key: "x", Version: 1, Spec: before}}}}
-	c, _ := ps.change(entry{kind: KindAPI, key: "x", spec: after})
+	ps := &planState{cur: state{config.KindAPI: {"x": &configdb.Resource{Kind: string(config.KindAPI), Key: "x", Version: 1, Spec: before}}}}
+	c, _ := ps.change(entry{kind: config.KindAPI, key: "x", spec: after})
 	if c.Action != ActionUpdate || len(c.Diff) != 1 || string(c.Diff[0].Old) != `"Before"` {
 		t.Fatalf("change = %s %+v, want an update replacing the display name", c.Action, c.Diff)
 	}

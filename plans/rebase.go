@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -17,28 +18,28 @@ import (
 // the spec now), or a planned type whose content moved while no resource
 // of the plan did (Key nil, Code type_changed).
 type Moved struct {
-	Kind Kind
+	Kind config.Kind
 	Key  *string
 	// VersionThen and VersionNow are nil for a resource that did not exist
 	// when the source was planned, or that is gone now.
 	VersionThen *int
 	VersionNow  *int
-	Diff        []DiffOp
-	Code        Code
+	Diff        []config.DiffOp
+	Code        config.Code
 }
 
 type movedResource struct {
-	Kind        Kind     `json:"kind"`
-	Key         string   `json:"key"`
-	VersionThen *int     `json:"version_then"`
-	VersionNow  *int     `json:"version_now"`
-	Diff        []DiffOp `json:"diff"`
+	Kind        config.Kind     `json:"kind"`
+	Key         string          `json:"key"`
+	VersionThen *int            `json:"version_then"`
+	VersionNow  *int            `json:"version_now"`
+	Diff        []config.DiffOp `json:"diff"`
 }
 
 type movedType struct {
-	Kind Kind    `json:"kind"`
-	Key  *string `json:"key"`
-	Code Code    `json:"code"`
+	Kind config.Kind `json:"kind"`
+	Key  *string     `json:"key"`
+	Code config.Code `json:"code"`
 }
 
 // MarshalJSON writes a resource entry as {kind, key, version_then,
@@ -49,7 +50,7 @@ func (m Moved) MarshalJSON() ([]byte, error) {
 	}
 	diff := m.Diff
 	if diff == nil {
-		diff = []DiffOp{}
+		diff = []config.DiffOp{}
 	}
 	return json.Marshal(movedResource{m.Kind, *m.Key, m.VersionThen, m.VersionNow, diff})
 }
@@ -57,12 +58,12 @@ func (m Moved) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads either form.
 func (m *Moved) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Kind        Kind     `json:"kind"`
-		Key         *string  `json:"key"`
-		VersionThen *int     `json:"version_then"`
-		VersionNow  *int     `json:"version_now"`
-		Diff        []DiffOp `json:"diff"`
-		Code        Code     `json:"code"`
+		Kind        config.Kind     `json:"kind"`
+		Key         *string         `json:"key"`
+		VersionThen *int            `json:"version_then"`
+		VersionNow  *int            `json:"version_now"`
+		Diff        []config.DiffOp `json:"diff"`
+		Code        config.Code     `json:"code"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -98,7 +99,7 @@ type PendingRebase struct {
 func (s *Service) PrepareRebase(ctx context.Context, a Actor, planID string) (_ *PendingRebase, err error) {
 	src, err := s.loadPlan(ctx, a.EnvironmentID, planID)
 	if err == nil {
-		err = a.Require(readPerms(src.Types, PermConfigWrite)...)
+		err = a.Require(readPerms(src.Types, config.PermConfigWrite)...)
 	}
 	if err != nil {
 		s.observePlanCreated(&err)
@@ -127,7 +128,7 @@ func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 		row, err := tx.LoadPlan(ctx, pr.source.key())
 		if err != nil {
 			if isNotFound(err) {
-				return &Error{Code: CodeNotFound, Detail: "no such config plan"}
+				return &config.Error{Code: config.CodeNotFound, Detail: "no such config plan"}
 			}
 			return err
 		}
@@ -137,7 +138,7 @@ func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 		}
 		switch src.Status {
 		case StatusApplied, StatusApplying:
-			return &Error{Code: CodeConfigPlanNotApplicable, Detail: "the plan is " + src.Status + " and cannot be rebased",
+			return &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan is " + string(src.Status) + " and cannot be rebased",
 				Extra: map[string]any{"plan_status": src.Status}}
 		}
 		p, now, err := s.computePlanFrom(ctx, tx, a, &PlanRequest{Doc: src.desiredState(), Prune: src.Prune})
@@ -166,14 +167,14 @@ func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 // every change and a null for every deletion, as a rebase plans it again.
 // A connection whose document said oidc: null asks again for the material
 // it has then.
-func (p *Plan) desiredState() *Document {
-	doc := &Document{Types: append([]Kind(nil), p.Types...), Entries: map[Kind][]Entry{}}
+func (p *Plan) desiredState() *config.Document {
+	doc := &config.Document{Types: append([]config.Kind(nil), p.Types...), Entries: map[config.Kind][]config.Entry{}}
 	for _, c := range p.Changes {
 		spec := c.Spec
 		if c.KeepsMaterial && spec != nil {
 			spec = withMember(spec, "oidc", json.RawMessage("null"))
 		}
-		doc.Entries[c.Kind] = append(doc.Entries[c.Kind], Entry{Kind: c.Kind, Key: c.Key, Spec: spec})
+		doc.Entries[c.Kind] = append(doc.Entries[c.Kind], config.Entry{Kind: c.Kind, Key: c.Key, Spec: spec})
 	}
 	return doc
 }
@@ -184,7 +185,7 @@ func (p *Plan) desiredState() *Document {
 // /changes/<i> for a deletion. A deletion that only the prune makes (a
 // resource created since the source was planned) points to /prune.
 func (p *Plan) sourcePointers(err error) error {
-	var de *Error
+	var de *config.Error
 	if !errors.As(err, &de) || len(de.Errors) == 0 {
 		return err
 	}
@@ -195,19 +196,19 @@ func (p *Plan) sourcePointers(err error) error {
 	byDoc := map[string]target{}
 	pruned := map[string]bool{}
 	for i, c := range p.Changes {
-		info, _ := LookupKind(c.Kind)
-		ptr := Pointer("config", info.DocKey, c.Key)
+		info, _ := config.LookupKind(c.Kind)
+		ptr := config.Pointer("config", info.DocKey, c.Key)
 		if info.Singleton {
-			ptr = Pointer("config", info.DocKey)
+			ptr = config.Pointer("config", info.DocKey)
 		}
 		byDoc[ptr] = target{fmt.Sprintf("/changes/%d", i), c.Spec == nil}
 	}
 	for _, k := range p.Types {
-		if info, _ := LookupKind(k); !info.Singleton {
-			pruned[Pointer("config", info.DocKey)] = true
+		if info, _ := config.LookupKind(k); !info.Singleton {
+			pruned[config.Pointer("config", info.DocKey)] = true
 		}
 	}
-	moved := make([]FieldError, len(de.Errors))
+	moved := make([]config.FieldError, len(de.Errors))
 	for i, fe := range de.Errors {
 		moved[i] = fe
 		if pruned[fe.Pointer] && p.Prune {
@@ -242,7 +243,7 @@ func (p *Plan) sourcePointers(err error) error {
 // moved, in the order of p's types.
 func (p *Plan) moved(p2 *Plan, now state) MovedList {
 	out := MovedList{}
-	movedKinds := map[Kind]bool{}
+	movedKinds := map[config.Kind]bool{}
 	for _, c := range p.Changes {
 		then, ok := p.versions[resourceRef(c.Kind, c.Key)]
 		if !ok && c.BaseVersion != nil {
@@ -265,7 +266,7 @@ func (p *Plan) moved(p2 *Plan, now state) MovedList {
 	for _, k := range p.Types {
 		then, ok := p.fingerprints[k]
 		if ok && !movedKinds[k] && then != p2.fingerprints[k] {
-			out = append(out, Moved{Kind: k, Code: CodeTypeChanged})
+			out = append(out, Moved{Kind: k, Code: config.CodeTypeChanged})
 		}
 	}
 	return out
@@ -275,22 +276,22 @@ func (p *Plan) moved(p2 *Plan, now state) MovedList {
 // (nil: gone). A change stored before diffs carried old cannot give its
 // base back; its diff is then one operation at "" without old (as such a
 // plan's own operations have none).
-func movedDiff(c Change, specNow json.RawMessage) []DiffOp {
+func movedDiff(c Change, specNow json.RawMessage) []config.DiffOp {
 	var base json.RawMessage
 	if c.BaseVersion != nil {
 		b, ok := c.Spec, true
 		if c.Action != ActionNoOp {
-			b, ok = Revert(c.Spec, c.Diff)
+			b, ok = config.Revert(c.Spec, c.Diff)
 		}
 		if !ok {
 			if specNow == nil {
-				return []DiffOp{{Op: "remove", Path: ""}}
+				return []config.DiffOp{{Op: "remove", Path: ""}}
 			}
-			return []DiffOp{{Op: "replace", Path: "", Value: specNow}}
+			return []config.DiffOp{{Op: "replace", Path: "", Value: specNow}}
 		}
 		base = b
 	}
-	return Diff(base, specNow)
+	return config.Diff(base, specNow)
 }
 
 // positive is v as a version: nil for 0 (no resource).

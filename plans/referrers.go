@@ -3,6 +3,8 @@ package plans
 import (
 	"fmt"
 	"strings"
+
+	"github.com/keenauth/configplans/config"
 )
 
 // An answer that refuses a change because other resources reference its
@@ -12,8 +14,8 @@ import (
 // refused deletion. The others are counted by kind (§23).
 
 // canRead reports whether the actor holds the read permission of kind k.
-func (a Actor) canRead(k Kind) bool {
-	info, ok := LookupKind(k)
+func (a Actor) canRead(k config.Kind) bool {
+	info, ok := config.LookupKind(k)
 	return ok && a.Permissions[info.ReadPerm]
 }
 
@@ -21,13 +23,13 @@ func (a Actor) canRead(k Kind) bool {
 // them): each one readable names itself, the others make one phrase per
 // kind that counts them ("2 applications"), after the named ones. A nil
 // readable names every referrer.
-func referrerPhrases(refs []string, readable func(Kind) bool) []string {
+func referrerPhrases(refs []string, readable func(config.Kind) bool) []string {
 	var out []string
-	counts := map[Kind]int{}
-	var hidden []Kind
+	counts := map[config.Kind]int{}
+	var hidden []config.Kind
 	for _, ref := range refs {
 		k, _, _ := strings.Cut(ref, "/")
-		kind := Kind(k)
+		kind := config.Kind(k)
 		if readable == nil || readable(kind) {
 			out = append(out, ref)
 			continue

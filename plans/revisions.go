@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/revisions"
 )
 
@@ -17,27 +18,27 @@ import (
 // of plan creation over the revision's types; the plan is made by the
 // PendingPlan's Create once admitted.
 func (s *Service) PrepareRestore(ctx context.Context, a Actor, revisionID string) (_ *PendingPlan, err error) {
-	rev, err := s.revision(ctx, a, revisionID, PermConfigWrite)
+	rev, err := s.revision(ctx, a, revisionID, config.PermConfigWrite)
 	if err != nil {
 		s.observePlanCreated(&err)
 		return nil, err
 	}
-	doc := &Document{Entries: map[Kind][]Entry{}}
+	doc := &config.Document{Entries: map[config.Kind][]config.Entry{}}
 	formerIDs := map[string]string{}
 	for _, t := range rev.Types {
-		doc.Types = append(doc.Types, Kind(t))
+		doc.Types = append(doc.Types, config.Kind(t))
 	}
 	for _, r := range rev.Resources {
-		k := Kind(r.Kind)
+		k := config.Kind(r.Kind)
 		if !slices.Contains(doc.Types, k) {
 			doc.Types = append(doc.Types, k)
 		}
-		e := Entry{Kind: k, Key: r.Key}
-		if k == KindConnection && r.Action == ActionDelete {
+		e := config.Entry{Kind: k, Key: r.Key}
+		if k == config.KindConnection && Action(r.Action) == ActionDelete {
 			formerIDs[r.Key] = r.ResourceIDBefore
 		}
-		if r.Action != ActionCreate {
-			e.Spec = canonical(r.SpecBefore)
+		if Action(r.Action) != ActionCreate {
+			e.Spec = config.Canonical(r.SpecBefore)
 		}
 		doc.Entries[k] = append(doc.Entries[k], e)
 	}
@@ -48,29 +49,29 @@ func (s *Service) PrepareRestore(ctx context.Context, a Actor, revisionID string
 // GetRevision returns a revision; it needs config:read and the read
 // permission of every type it holds.
 func (s *Service) GetRevision(ctx context.Context, a Actor, id string) (*revisions.Revision, error) {
-	return s.revision(ctx, a, id, PermConfigRead)
+	return s.revision(ctx, a, id, config.PermConfigRead)
 }
 
 // revision returns a revision for a request that needs perm and the read
 // permission of every type the revision holds: config:read to read it,
 // config:write to restore it (the permissions of plan creation).
 func (s *Service) revision(ctx context.Context, a Actor, id, perm string) (*revisions.Revision, error) {
-	if !ValidID(PrefixRevision, id) {
-		return nil, &Error{Code: CodeNotFound, Detail: "no such config revision"}
+	if !config.ValidID(config.PrefixRevision, id) {
+		return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config revision"}
 	}
 	rev, err := s.db.GetRevision(ctx, a.EnvironmentID, id, s.cfg.RevisionLimit)
 	if errors.Is(err, revisions.ErrNotFound) {
-		return nil, &Error{Code: CodeNotFound, Detail: "no such config revision"}
+		return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config revision"}
 	}
 	if err != nil {
 		return nil, err
 	}
-	kinds := make([]Kind, 0, len(rev.Types))
+	kinds := make([]config.Kind, 0, len(rev.Types))
 	for _, t := range rev.Types {
-		kinds = append(kinds, Kind(t))
+		kinds = append(kinds, config.Kind(t))
 	}
 	for _, r := range rev.Resources {
-		kinds = append(kinds, Kind(r.Kind))
+		kinds = append(kinds, config.Kind(r.Kind))
 	}
 	if err := a.Require(readPerms(kinds, perm)...); err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ type RevisionDiffResource struct {
 	VersionNow    *int            `json:"version_now"`
 	SpecBefore    json.RawMessage `json:"spec_before"`
 	SpecNow       json.RawMessage `json:"spec_now"`
-	Diff          []DiffOp        `json:"diff"`
+	Diff          []config.DiffOp `json:"diff"`
 }
 
 // wholeKindAt is how many resources of one kind a revision holds for its
@@ -158,14 +159,14 @@ func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*Revisi
 		if len(r.SpecBefore) > 0 && string(r.SpecBefore) != "null" {
 			d.SpecBefore = r.SpecBefore
 		}
-		if cur := now.get(Kind(r.Kind), r.Key); cur != nil {
+		if cur := now.get(config.Kind(r.Kind), r.Key); cur != nil {
 			versions[i] = cur.Version
 			d.VersionNow = &versions[i]
 			if arena, d.SpecNow, err = revisionSpec(arena, cur.Spec); err != nil {
 				return nil, err
 			}
 		}
-		d.Diff = diffCanonical(d.SpecNow, d.SpecBefore)
+		d.Diff = config.DiffCanonical(d.SpecNow, d.SpecBefore)
 		out.Resources = append(out.Resources, d)
 	}
 	return out, nil
@@ -186,7 +187,7 @@ func revisionSpec(arena, raw []byte) (_ []byte, spec json.RawMessage, _ error) {
 		out, ok := canonjson.Append(arena, raw)
 		if !ok {
 			// Nested too deep for the scan, or not JSON.
-			if spec, ok = canonicalForDiff(raw); !ok {
+			if spec, ok = config.CanonicalForDiff(raw); !ok {
 				return arena, nil, errors.New("revision diff: a spec is not JSON")
 			}
 			return arena, spec, nil
@@ -241,9 +242,9 @@ func (r *RevisionDiffResource) appendJSON(b []byte) []byte {
 	b = append(b, `,"version_now":`...)
 	b = appendIntPtr(b, r.VersionNow)
 	b = append(b, `,"spec_before":`...)
-	b = appendRaw(b, r.SpecBefore)
+	b = canonjson.AppendRaw(b, r.SpecBefore)
 	b = append(b, `,"spec_now":`...)
-	b = appendRaw(b, r.SpecNow)
+	b = canonjson.AppendRaw(b, r.SpecNow)
 	b = append(b, `,"diff":`...)
 	if r.Diff == nil {
 		b = append(b, "null"...)
@@ -253,7 +254,7 @@ func (r *RevisionDiffResource) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendDiffOp(b, op)
+			b = config.AppendDiffOp(b, op)
 		}
 		b = append(b, ']')
 	}
@@ -262,7 +263,7 @@ func (r *RevisionDiffResource) appendJSON(b []byte) []byte {
 
 // ListRevisions lists the revisions of the actor's environment, newest first.
 func (s *Service) ListRevisions(ctx context.Context, a Actor, lp ListParams) (Page[*revisions.Revision], error) {
-	if err := a.Require(PermConfigRead); err != nil {
+	if err := a.Require(config.PermConfigRead); err != nil {
 		return Page[*revisions.Revision]{}, err
 	}
 	revs, err := s.db.ListRevisions(ctx, a.EnvironmentID, lp.Cursor, lp.Limit, s.cfg.RevisionLimit)

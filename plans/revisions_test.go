@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/keenauth/configplans/config"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -54,7 +55,7 @@ func TestRevisionDiffAppendJSONIsTheEncodingJSONAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r.Diff = diffCanonical(r.SpecNow, r.SpecBefore)
+		r.Diff = config.DiffCanonical(r.SpecNow, r.SpecBefore)
 		d.Resources = append(d.Resources, r)
 	}
 	add("api", "changed <&>", &one, &two, specs[0], specs[1])
@@ -66,7 +67,7 @@ func TestRevisionDiffAppendJSONIsTheEncodingJSONAnswer(t *testing.T) {
 	for i := range 200 {
 		b := genApplication(rng)
 		a := mutate(rng, b)
-		add("application", fmt.Sprintf("generated-%d", i), &one, &two, string(canonicalJSON(b)), string(spaced(canonicalJSON(a))))
+		add("application", fmt.Sprintf("generated-%d", i), &one, &two, string(config.CanonicalJSON(b)), string(spaced(config.CanonicalJSON(a))))
 	}
 	want, err := json.Marshal(d)
 	if err != nil {
@@ -90,7 +91,7 @@ func TestRevisionDiffAppendJSONIsTheEncodingJSONAnswer(t *testing.T) {
 // value its MarshalJSON writes.
 func TestAppendDiffOpIsMarshalJSON(t *testing.T) {
 	t.Parallel()
-	for _, op := range []DiffOp{
+	for _, op := range []config.DiffOp{
 		{Op: "add", Path: "/a~1b", Value: json.RawMessage(`"<&>"`)},
 		{Op: "add", Path: "", Old: json.RawMessage(`1`), Value: json.RawMessage(`{"x":[1,"é"]}`)},
 		{Op: "add", Path: "/n"},
@@ -104,7 +105,7 @@ func TestAppendDiffOpIsMarshalJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := appendDiffOp(nil, op)
+		got := config.AppendDiffOp(nil, op)
 		if !reflect.DeepEqual(decodeValue(t, got), decodeValue(t, want)) {
 			t.Errorf("appendDiffOp = %s, MarshalJSON %s", got, want)
 		}
@@ -121,7 +122,7 @@ func TestRevisionSpecIsCanonicalForDiff(t *testing.T) {
 		`{"z": "é \u00e9 <&>", "y": "\u2028"}`, `{"a": 1, "a": 2}`, `{"a":1} x`}
 	rng := rand.New(rand.NewPCG(8, 9))
 	for range 300 {
-		inputs = append(inputs, string(spaced(canonicalJSON(genApplication(rng)))))
+		inputs = append(inputs, string(spaced(config.CanonicalJSON(genApplication(rng)))))
 	}
 	arena := make([]byte, 0, 16)
 	var got []json.RawMessage
@@ -134,7 +135,7 @@ func TestRevisionSpecIsCanonicalForDiff(t *testing.T) {
 		got = append(got, spec)
 	}
 	for i, in := range inputs {
-		want, ok := canonicalForDiff([]byte(in))
+		want, ok := config.CanonicalForDiff([]byte(in))
 		if !ok || !bytes.Equal(got[i], want) || (got[i] == nil) != (want == nil) {
 			t.Fatalf("revisionSpec(%q) = %q, canonicalForDiff %q (ok %v)", in, got[i], want, ok)
 		}

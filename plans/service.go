@@ -6,9 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
 )
 
 // Sentinel errors of the storage edge, as the domain answers them.
@@ -32,9 +31,6 @@ type Config struct {
 	// RevisionLimit and RevisionMaxAge bound the revisions kept per environment.
 	RevisionLimit  int
 	RevisionMaxAge time.Duration
-	// MaxTxAttempts bounds the retries of a transaction after serialization
-	// failures and deadlocks.
-	MaxTxAttempts int
 	// AuthCacheTTL is how long an authenticated API key is served from the
 	// process without reading it again (0: every request reads it).
 	AuthCacheTTL time.Duration
@@ -43,13 +39,14 @@ type Config struct {
 // DefaultConfig is the configuration of §11.
 func DefaultConfig() Config {
 	return Config{PlanTTL: 24 * time.Hour, ApplyLease: 60 * time.Second, RevisionLimit: 50,
-		RevisionMaxAge: 90 * 24 * time.Hour, MaxTxAttempts: 8, AuthCacheTTL: DefaultAuthCacheTTL}
+		RevisionMaxAge: 90 * 24 * time.Hour, AuthCacheTTL: DefaultAuthCacheTTL}
 }
 
 // Service is the configuration domain over one database (PostgreSQL, or
-// the SQLite of dev mode).
+// the SQLite of dev mode) and the federation service.
 type Service struct {
 	db    *configdb.DB
+	fed   federation.Client
 	cfg   Config
 	now   Clock
 	log   *slog.Logger
@@ -57,16 +54,9 @@ type Service struct {
 	keys  *keyCache
 }
 
-// Hooks are optional observers (metrics) and collaborators of the service.
+// Hooks are optional observers of the service (metrics, and the other
+// processes' authentication caches).
 type Hooks struct {
-	// OnTxRetry is called when a transaction is retried.
-	OnTxRetry func()
-	// BeforeApplyWrite runs inside the apply transaction just before the
-	// writes; tests use it to force failures. Nil in production.
-	BeforeApplyWrite func(tx *gorm.DB) error
-	// Federation writes OIDC material after an apply commits. Nil: plans that
-	// need OIDC material are refused with 503.
-	Federation Federation
 	// Revisions is told of revision writes (metrics).
 	OnRevisionsPruned func(n int)
 	// OnApply is told of every apply request once it is answered (metrics).
@@ -80,20 +70,18 @@ type Hooks struct {
 	OnPlanCreated func(outcome string)
 }
 
-// NewService builds the domain service over an opened database.
-func NewService(db *gorm.DB, cfg Config, now Clock, log *slog.Logger, hooks Hooks) *Service {
-	if now == nil {
-		now = time.Now
+// NewService builds the domain service over its storage and the federation
+// service, both required: where no federation service is configured, fed
+// is federation.Unconfigured, and a plan that writes OIDC material is
+// refused with 503. Its clock is the storage's.
+func NewService(db *configdb.DB, fed federation.Client, cfg Config, log *slog.Logger, hooks Hooks) *Service {
+	if db == nil || fed == nil {
+		panic("plans: NewService needs the storage and a federation client")
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	if cfg.MaxTxAttempts <= 0 {
-		cfg.MaxTxAttempts = 8
-	}
-	clock := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
-	return &Service{db: configdb.New(db, clock, configdb.Options{MaxTxAttempts: cfg.MaxTxAttempts, OnTxRetry: hooks.OnTxRetry}),
-		cfg: cfg, now: clock, log: log, hooks: hooks, keys: newKeyCache(cfg.AuthCacheTTL)}
+	return &Service{db: db, fed: fed, cfg: cfg, now: db.Now, log: log, hooks: hooks, keys: newKeyCache(cfg.AuthCacheTTL)}
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -2,30 +2,29 @@ package plans
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
 // referencedBy lists, per kind, the kinds whose specs can reference it.
-var referencedBy = map[Kind][]Kind{
-	KindAPI:         {KindRole, KindApplication},
-	KindConnection:  {KindApplication},
-	KindApplication: {KindApplicationBranding},
+var referencedBy = map[config.Kind][]config.Kind{
+	config.KindAPI:         {config.KindRole, config.KindApplication},
+	config.KindConnection:  {config.KindApplication},
+	config.KindApplication: {config.KindApplicationBranding},
 }
 
 // referencingTypes are the types outside planned that reference a planned type.
-func referencingTypes(planned []Kind) []Kind {
-	in := map[Kind]bool{}
+func referencingTypes(planned []config.Kind) []config.Kind {
+	in := map[config.Kind]bool{}
 	for _, k := range planned {
 		in[k] = true
 	}
-	var out []Kind
+	var out []config.Kind
 	for _, k := range planned {
 		for _, r := range referencedBy[k] {
 			if !in[r] && !slices.Contains(out, r) {
@@ -37,14 +36,14 @@ func referencingTypes(planned []Kind) []Kind {
 	return out
 }
 
-func sortKinds(ks []Kind) {
-	slices.SortFunc(ks, func(a, b Kind) int { return WriteOrder(a) - WriteOrder(b) })
+func sortKinds(ks []config.Kind) {
+	slices.SortFunc(ks, func(a, b config.Kind) int { return config.WriteOrder(a) - config.WriteOrder(b) })
 }
 
 // state is the configuration of an environment for a set of kinds.
-type state map[Kind]map[string]*configdb.Resource
+type state map[config.Kind]map[string]*configdb.Resource
 
-func (st state) get(k Kind, key string) *configdb.Resource {
+func (st state) get(k config.Kind, key string) *configdb.Resource {
 	if m := st[k]; m != nil {
 		return m[key]
 	}
@@ -57,13 +56,13 @@ func (st state) get(k Kind, key string) *configdb.Resource {
 func (st state) add(rows []configdb.Resource, canonicalize bool) {
 	for i := range rows {
 		r := &rows[i]
-		k := Kind(r.Kind)
+		k := config.Kind(r.Kind)
 		if st[k] == nil {
 			st[k] = map[string]*configdb.Resource{}
 		}
 		if st[k][r.Key] == nil {
 			if canonicalize {
-				r.Spec = configdb.JSON(canonical(r.Spec))
+				r.Spec = configdb.JSON(config.Canonical(r.Spec))
 			}
 			st[k][r.Key] = r
 		}
@@ -77,10 +76,10 @@ type postState struct {
 	specs map[string]json.RawMessage // kind/key → planned spec; nil = deleted
 	// readable reports the kinds whose resources the answers may name
 	// (see referrerPhrases); nil: every kind.
-	readable func(Kind) bool
+	readable func(config.Kind) bool
 }
 
-func (p *postState) spec(k Kind, key string) (json.RawMessage, bool) {
+func (p *postState) spec(k config.Kind, key string) (json.RawMessage, bool) {
 	if s, ok := p.specs[resourceRef(k, key)]; ok {
 		return s, s != nil
 	}
@@ -91,7 +90,7 @@ func (p *postState) spec(k Kind, key string) (json.RawMessage, bool) {
 }
 
 // each calls fn for every resource of kind k in the post-plan state.
-func (p *postState) each(k Kind, fn func(key string, spec json.RawMessage)) {
+func (p *postState) each(k config.Kind, fn func(key string, spec json.RawMessage)) {
 	keys := map[string]bool{}
 	for key := range p.cur[k] {
 		keys[key] = true
@@ -115,11 +114,11 @@ func (p *postState) each(k Kind, fn func(key string, spec json.RawMessage)) {
 }
 
 // referrers lists the post-plan resources that reference kind/key.
-func (p *postState) referrers(k Kind, key string) []string {
+func (p *postState) referrers(k config.Kind, key string) []string {
 	var out []string
 	for _, rk := range referencedBy[k] {
 		p.each(rk, func(rkey string, spec json.RawMessage) {
-			for _, ref := range References(rk, rkey, spec) {
+			for _, ref := range config.References(rk, rkey, spec) {
 				if ref.Kind == k && ref.Key == key {
 					out = append(out, resourceRef(rk, rkey))
 					return
@@ -132,13 +131,13 @@ func (p *postState) referrers(k Kind, key string) []string {
 
 // resolve checks a reference against the post-plan state: the target
 // exists and, for a scope, the API declares it.
-func (p *postState) resolve(ref Reference) (code Code, detail string, ok bool) {
+func (p *postState) resolve(ref config.Reference) (code config.Code, detail string, ok bool) {
 	spec, exists := p.spec(ref.Kind, ref.Key)
 	if !exists {
-		return CodeDanglingReference, string(ref.Kind) + " " + QuoteShort(ref.Key) + " does not exist", false
+		return config.CodeDanglingReference, string(ref.Kind) + " " + config.QuoteShort(ref.Key) + " does not exist", false
 	}
-	if ref.Scope != "" && ref.Kind == KindAPI && !slices.Contains(APIScopes(spec), ref.Scope) {
-		return CodeUnknownScope, "api " + QuoteShort(ref.Key) + " has no scope " + QuoteShort(ref.Scope), false
+	if ref.Scope != "" && ref.Kind == config.KindAPI && !slices.Contains(config.APIScopes(spec), ref.Scope) {
+		return config.CodeUnknownScope, "api " + config.QuoteShort(ref.Key) + " has no scope " + config.QuoteShort(ref.Scope), false
 	}
 	return "", "", true
 }
@@ -146,57 +145,19 @@ func (p *postState) resolve(ref Reference) (code Code, detail string, ok bool) {
 // tokenWindow is how recent a token makes an application's deletion protected.
 const tokenWindow = 30 * 24 * time.Hour
 
-// oidcMaterial is the OIDC member of an enterprise connection spec.
-type oidcMaterial struct {
-	Issuer   string   `json:"issuer"`
-	ClientID string   `json:"client_id"`
-	Scopes   []string `json:"scopes"`
-}
-
-type connectionView struct {
-	Type   string          `json:"type"`
-	Active bool            `json:"active"`
-	OIDC   json.RawMessage `json:"oidc"`
-	Social *struct {
-		Provider          string `json:"provider"`
-		UseOwnCredentials bool   `json:"use_own_credentials"`
-		ClientID          string `json:"client_id"`
-	} `json:"social"`
-}
-
-func viewConnection(spec json.RawMessage) connectionView {
-	var v connectionView
-	_ = json.Unmarshal(spec, &v)
-	if string(v.OIDC) == "null" {
-		v.OIDC = nil
-	}
-	return v
-}
-
-// materialHash identifies a connection's OIDC material (never its secret).
-func materialHash(oidc json.RawMessage) string {
-	sum := sha256.Sum256(canonical(oidc))
-	return hex.EncodeToString(sum[:])
-}
-
-// SecretRef names the client secret of a connection.
-func SecretRef(key string) string {
-	return "KEENAUTH_CONNECTION_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_")) + "_CLIENT_SECRET"
-}
-
 // uniqueHolders maps every unique value of the resources of kind k in the
 // post-plan state, as UniqueValue.Key compares them, to the keys that hold
 // it, in key order. The key is computed from each spec, not read from
 // display_name_key, so that a row whose stored key is missing compares all
 // the same.
-func (p *postState) uniqueHolders(k Kind) map[uniqueKey][]string {
+func (p *postState) uniqueHolders(k config.Kind) map[config.UniqueKey][]string {
 	return p.uniqueHoldersOf(k, nil)
 }
 
 // plannedValues are the unique values already read from a planned spec.
 type plannedValues struct {
 	spec   json.RawMessage
-	values []UniqueValue
+	values []config.UniqueValue
 }
 
 // uniqueHoldersOf is uniqueHolders, taking the unique values of a resource
@@ -207,16 +168,16 @@ type plannedValues struct {
 // sorted by key as each does: a spec has one value of a field, so a key
 // is at most once in a list, and sorting the few lists of more than one
 // gives the key order.
-func (p *postState) uniqueHoldersOf(k Kind, planned map[string]plannedValues) map[uniqueKey][]string {
-	out := make(map[uniqueKey][]string, len(p.cur[k])+len(planned))
-	add := func(key string, us []UniqueValue) {
+func (p *postState) uniqueHoldersOf(k config.Kind, planned map[string]plannedValues) map[config.UniqueKey][]string {
+	out := make(map[config.UniqueKey][]string, len(p.cur[k])+len(planned))
+	add := func(key string, us []config.UniqueValue) {
 		for _, u := range us {
-			out[u.compared()] = append(out[u.compared()], key)
+			out[u.Compared()] = append(out[u.Compared()], key)
 		}
 	}
 	for key, r := range p.cur[k] {
 		if _, planned := p.specs[resourceRef(k, key)]; !planned {
-			add(key, UniqueValues(k, json.RawMessage(r.Spec)))
+			add(key, config.UniqueValues(k, json.RawMessage(r.Spec)))
 		}
 	}
 	prefix := string(k) + "/"
@@ -228,7 +189,7 @@ func (p *postState) uniqueHoldersOf(k Kind, planned map[string]plannedValues) ma
 		if pv, known := planned[ref]; known && bytes.Equal(pv.spec, spec) {
 			add(key, pv.values)
 		} else {
-			add(key, UniqueValues(k, spec))
+			add(key, config.UniqueValues(k, spec))
 		}
 	}
 	for _, keys := range out {

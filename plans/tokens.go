@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 )
 
@@ -24,7 +25,7 @@ type TokenActivity struct {
 // RFC 3339 time) and data after the object.
 func DecodeTokenActivity(raw []byte) (TokenActivity, error) {
 	var ta TokenActivity
-	if err := decodeObject(raw, &ta); err != nil {
+	if err := config.DecodeObject(raw, &ta); err != nil {
 		return TokenActivity{}, err
 	}
 	return ta, nil
@@ -32,25 +33,25 @@ func DecodeTokenActivity(raw []byte) (TokenActivity, error) {
 
 // RecordTokenActivity keeps the latest token time per application.
 func (s *Service) RecordTokenActivity(ctx context.Context, ta TokenActivity) error {
-	var problems []FieldError
-	if !ValidID(PrefixEnvironment, ta.EnvironmentID) {
-		problems = append(problems, FieldError{Pointer: "/environment_id", Code: CodeInvalid, Detail: "an environment id (env_…)"})
+	var problems []config.FieldError
+	if !config.ValidID(config.PrefixEnvironment, ta.EnvironmentID) {
+		problems = append(problems, config.FieldError{Pointer: "/environment_id", Code: config.CodeInvalid, Detail: "an environment id (env_…)"})
 	}
-	if !resourceKey.MatchString(ta.ApplicationKey) {
-		problems = append(problems, FieldError{Pointer: "/application_key", Code: CodeInvalid, Detail: "an application key"})
+	if !config.ResourceKey.MatchString(ta.ApplicationKey) {
+		problems = append(problems, config.FieldError{Pointer: "/application_key", Code: config.CodeInvalid, Detail: "an application key"})
 	}
 	switch {
 	case ta.IssuedAt.IsZero():
-		problems = append(problems, FieldError{Pointer: "/issued_at", Code: CodeRequired, Detail: "an RFC 3339 time"})
+		problems = append(problems, config.FieldError{Pointer: "/issued_at", Code: config.CodeRequired, Detail: "an RFC 3339 time"})
 	case ta.IssuedAt.After(s.now().Add(maxClockSkew)):
 		// A time in the future would protect the application's deletion
 		// for as long as it lies ahead.
-		problems = append(problems, FieldError{Pointer: "/issued_at", Code: CodeInFuture,
+		problems = append(problems, config.FieldError{Pointer: "/issued_at", Code: config.CodeInFuture,
 			Detail: "issued_at is in the future, past the clock skew allowed"})
 	}
 	if len(problems) > 0 {
 		sortProblems(problems)
-		return Problems(CodeValidationFailed, problems)
+		return config.Problems(config.CodeValidationFailed, problems)
 	}
 	if err := s.requireEnvironment(ctx, ta.EnvironmentID); err != nil {
 		return err

@@ -10,8 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/config/displayname"
 	"github.com/keenauth/configplans/configdb"
-	"github.com/keenauth/configplans/plans/displayname"
 )
 
 // The unique values as they were read before the apply computed them once
@@ -20,12 +21,12 @@ import (
 // (valid JSON or not: a spec is always valid JSON where it comes from, but
 // what the scan answers for the rest must not change either).
 
-func uniqueValuesReference(kind Kind, raw json.RawMessage) []UniqueValue {
+func uniqueValuesReference(kind config.Kind, raw json.RawMessage) []config.UniqueValue {
 	field := ""
 	switch kind {
-	case KindConnection, KindRole:
+	case config.KindConnection, config.KindRole:
 		field = "display_name"
-	case KindAPI:
+	case config.KindAPI:
 		field = "identifier"
 	default:
 		return nil
@@ -44,7 +45,7 @@ func uniqueValuesReference(kind Kind, raw json.RawMessage) []UniqueValue {
 			value = members.Identifier
 		}
 	}
-	v, ok := jsonString(value)
+	v, ok := config.JSONString(value)
 	if !ok || v == "" {
 		return nil
 	}
@@ -52,10 +53,10 @@ func uniqueValuesReference(kind Kind, raw json.RawMessage) []UniqueValue {
 	if field == "display_name" {
 		key = displayname.Key(v)
 	}
-	return []UniqueValue{{Field: field, Value: v, Key: key}}
+	return []config.UniqueValue{{Field: field, Value: v, Key: key}}
 }
 
-func displayNameKeyReference(k Kind, spec json.RawMessage) *string {
+func displayNameKeyReference(k config.Kind, spec json.RawMessage) *string {
 	for _, u := range uniqueValuesReference(k, spec) {
 		if u.Field == "display_name" {
 			return &u.Key
@@ -275,12 +276,12 @@ func damage(rng *rand.Rand, b []byte) []byte {
 // spec.
 func checkUniqueScan(t *testing.T, spec []byte) bool {
 	t.Helper()
-	for _, k := range []Kind{KindAPI, KindRole, KindConnection, KindApplication, KindEnvironmentSettings} {
-		if diff := cmp.Diff(uniqueValuesReference(k, spec), UniqueValues(k, spec)); diff != "" {
+	for _, k := range []config.Kind{config.KindAPI, config.KindRole, config.KindConnection, config.KindApplication, config.KindEnvironmentSettings} {
+		if diff := cmp.Diff(uniqueValuesReference(k, spec), config.UniqueValues(k, spec)); diff != "" {
 			t.Errorf("UniqueValues(%s, %q) (-reference +got):\n%s", k, spec, diff)
 			return false
 		}
-		if diff := cmp.Diff(displayNameKeyReference(k, spec), displayNameKey(k, spec)); diff != "" {
+		if diff := cmp.Diff(displayNameKeyReference(k, spec), config.DisplayNameKey(k, spec)); diff != "" {
 			t.Errorf("displayNameKey(%s, %q) (-reference +got):\n%s", k, spec, diff)
 			return false
 		}
@@ -291,7 +292,7 @@ func checkUniqueScan(t *testing.T, spec []byte) bool {
 			i = n * (len(spec) + 1) / 200
 		}
 		wantEnd, wantOK := skipValueReference(spec, i)
-		if end, ok := skipValue(spec, i); end != wantEnd || ok != wantOK {
+		if end, ok := config.SkipValue(spec, i); end != wantEnd || ok != wantOK {
 			t.Errorf("skipValue(%q, %d) = %d, %v, want %d, %v", spec, i, end, ok, wantEnd, wantOK)
 			return false
 		}
@@ -344,7 +345,7 @@ func BenchmarkUniqueValues(b *testing.B) {
 	b.Run("UniqueValues", func(b *testing.B) {
 		for b.Loop() {
 			for _, c := range p.Changes {
-				UniqueValues(c.Kind, c.Spec)
+				config.UniqueValues(c.Kind, c.Spec)
 			}
 		}
 	})
@@ -353,30 +354,30 @@ func BenchmarkUniqueValues(b *testing.B) {
 // checkUniqueValuesReference is row 14 as it was, reading each change's
 // unique values for the holders and again for the check.
 func checkUniqueValuesReference(st *applyState) error {
-	var dups []FieldError
-	holders := map[Kind]map[uniqueKey][]string{}
+	var dups []config.FieldError
+	holders := map[config.Kind]map[config.UniqueKey][]string{}
 	for i, c := range st.plan.Changes {
 		if c.Action != ActionCreate && c.Action != ActionUpdate {
 			continue
 		}
 		for _, u := range uniqueValuesReference(c.Kind, c.Spec) {
 			if holders[c.Kind] == nil {
-				holders[c.Kind] = map[uniqueKey][]string{}
+				holders[c.Kind] = map[config.UniqueKey][]string{}
 				st.post.each(c.Kind, func(key string, spec json.RawMessage) {
 					for _, u := range uniqueValuesReference(c.Kind, spec) {
-						holders[c.Kind][u.compared()] = append(holders[c.Kind][u.compared()], key)
+						holders[c.Kind][u.Compared()] = append(holders[c.Kind][u.Compared()], key)
 					}
 				})
 			}
-			for _, other := range holders[c.Kind][u.compared()] {
+			for _, other := range holders[c.Kind][u.Compared()] {
 				if other != c.Key {
-					dups = append(dups, FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: CodeDuplicate,
-						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, QuoteShort(u.Value), resourceRef(c.Kind, other))})
+					dups = append(dups, config.FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/%s", i, u.Field), Code: config.CodeDuplicate,
+						Detail: fmt.Sprintf("%s %s is used by %s", u.Field, config.QuoteShort(u.Value), resourceRef(c.Kind, other))})
 				}
 			}
 		}
 	}
-	return failing(CodeConflict, "another resource already uses a unique value of this plan", dups)
+	return failing(config.CodeConflict, "another resource already uses a unique value of this plan", dups)
 }
 
 // genUniqueState is an apply's state whose stored resources and changes
@@ -384,9 +385,9 @@ func checkUniqueValuesReference(st *applyState) error {
 // collide (display names also by case), with deletions, no-ops, changes
 // without a unique value and a resource changed twice.
 func genUniqueState(rng *rand.Rand) *applyState {
-	kinds := []Kind{KindAPI, KindRole, KindConnection, KindApplication}
+	kinds := []config.Kind{config.KindAPI, config.KindRole, config.KindConnection, config.KindApplication}
 	names := []string{"Main", "MAIN", "main", "Other", "CAFE\u0301", "caf\u00e9", ""}
-	spec := func(k Kind) string {
+	spec := func(k config.Kind) string {
 		v := names[rng.IntN(len(names))]
 		switch rng.IntN(5) {
 		case 0:
@@ -459,13 +460,13 @@ func BenchmarkApplyUniqueValues(b *testing.B) {
 	b.Run("now", func(b *testing.B) {
 		for b.Loop() {
 			for _, c := range p.Changes {
-				UniqueValues(c.Kind, c.Spec)
+				config.UniqueValues(c.Kind, c.Spec)
 			}
 			if checkUniqueValues(st) != nil {
 				b.Fatal("a conflict")
 			}
 			for _, c := range p.Changes {
-				displayNameKey(c.Kind, c.Spec)
+				config.DisplayNameKey(c.Kind, c.Spec)
 			}
 		}
 	})

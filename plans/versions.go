@@ -1,91 +1,24 @@
 package plans
 
 import (
-	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
+	"github.com/keenauth/configplans/config"
 )
-
-// ExpectedVersion is one member of the versions of a plan request (§13):
-// the version at which the request expects a resource, as the export it
-// was edited from listed it.
-type ExpectedVersion struct {
-	Kind    Kind
-	Key     string
-	Version int
-}
-
-// DecodeVersions strictly decodes the versions member of a plan request,
-// an object of "<kind>/<key>" names to positive integers, as an export
-// writes it; base is its pointer ("/versions"). Every member that is not
-// the name of a resource of a known kind, every value that is not a
-// positive integer and every repeated member is a 400-class problem
-// (malformed_request, at the member). null is no versions.
-func DecodeVersions(raw json.RawMessage, base string) ([]ExpectedVersion, []FieldError) {
-	if string(raw) == "null" {
-		return nil, nil
-	}
-	tree, bad, ok := parseStrict(raw, base)
-	if !ok {
-		return nil, bad
-	}
-	obj, isObj := tree.(*jsonObject)
-	if !isObj {
-		return nil, append(bad, wrongType(base, "an object mapping <kind>/<key> to versions"))
-	}
-	var out []ExpectedVersion
-	for _, name := range obj.keys {
-		ptr := base + "/" + escapeToken(name)
-		kind, key, ok := parseResourceName(name)
-		if !ok {
-			bad = append(bad, FieldError{Pointer: ptr, Code: CodeMalformedRequest,
-				Detail: fmt.Sprintf("%s is not <kind>/<key> of a resource of a known kind", QuoteShort(name))})
-			continue
-		}
-		n, isNumber := obj.vals[name].(json.Number)
-		v, err := strconv.ParseInt(n.String(), 10, 32)
-		if !isNumber || err != nil || v < 1 {
-			bad = append(bad, FieldError{Pointer: ptr, Code: CodeMalformedRequest,
-				Detail: "The version must be a positive integer."})
-			continue
-		}
-		out = append(out, ExpectedVersion{Kind: kind, Key: key, Version: int(v)})
-	}
-	return out, bad
-}
-
-// parseResourceName reads "<kind>/<key>": a known kind and a key of its
-// form ("default" for a singleton).
-func parseResourceName(name string) (Kind, string, bool) {
-	k, key, ok := strings.Cut(name, "/")
-	if !ok {
-		return "", "", false
-	}
-	info, known := LookupKind(Kind(k))
-	switch {
-	case !known:
-		return "", "", false
-	case info.Singleton:
-		return info.Kind, key, key == SingletonKey
-	}
-	return info.Kind, key, keyPattern.MatchString(key)
-}
 
 // versionConflicts lists every resource of expected that is no longer at
 // its version, a deleted one included (§13): the 409 config_conflict of
 // plan creation, one version_changed problem each.
-func versionConflicts(expected []ExpectedVersion, cur state) []FieldError {
-	var out []FieldError
+func versionConflicts(expected []config.ExpectedVersion, cur state) []config.FieldError {
+	var out []config.FieldError
 	for _, ev := range expected {
 		ref := resourceRef(ev.Kind, ev.Key)
-		ptr := "/versions/" + escapeToken(ref)
+		ptr := "/versions/" + config.EscapeToken(ref)
 		switch r := cur.get(ev.Kind, ev.Key); {
 		case r == nil:
-			out = append(out, FieldError{Pointer: ptr, Code: CodeVersionChanged,
+			out = append(out, config.FieldError{Pointer: ptr, Code: config.CodeVersionChanged,
 				Detail: fmt.Sprintf("%s was listed at version %d and no longer exists", ref, ev.Version)})
 		case r.Version != ev.Version:
-			out = append(out, FieldError{Pointer: ptr, Code: CodeVersionChanged,
+			out = append(out, config.FieldError{Pointer: ptr, Code: config.CodeVersionChanged,
 				Detail: fmt.Sprintf("%s was listed at version %d and is now at version %d", ref, ev.Version, r.Version)})
 		}
 	}
@@ -93,9 +26,9 @@ func versionConflicts(expected []ExpectedVersion, cur state) []FieldError {
 }
 
 // versionKinds are the kinds that expected names.
-func versionKinds(expected []ExpectedVersion) []Kind {
-	var out []Kind
-	seen := map[Kind]bool{}
+func versionKinds(expected []config.ExpectedVersion) []config.Kind {
+	var out []config.Kind
+	seen := map[config.Kind]bool{}
 	for _, ev := range expected {
 		if !seen[ev.Kind] {
 			seen[ev.Kind] = true

@@ -9,14 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/keenauth/configplans/config"
 )
 
 // The warnings that catch the usual slips of a first hour (§22): a
 // resource left out of an edited export, and a rebase that puts back what
 // someone changed since.
 const (
-	CodeResourceOmitted    Code = "resource_omitted"
-	CodeRevertsMovedChange Code = "reverts_moved_change"
+	CodeResourceOmitted    config.Code = "resource_omitted"
+	CodeRevertsMovedChange config.Code = "reverts_moved_change"
 )
 
 // omittedWarnings warns of every resource that the request's versions list
@@ -24,11 +26,11 @@ const (
 // user who deleted it from an export meant to delete it. With prune, a
 // left-out resource of a planned kind is a deletion, so it is not warned
 // of. They come in the order of the versions member.
-func omittedWarnings(expected []ExpectedVersion, inDoc map[string]bool, prune bool, planned []Kind) []Warning {
+func omittedWarnings(expected []config.ExpectedVersion, inDoc map[string]bool, prune bool, planned []config.Kind) []Warning {
 	var out []Warning
 	for _, ev := range expected {
 		ref := resourceRef(ev.Kind, ev.Key)
-		info, _ := LookupKind(ev.Kind)
+		info, _ := config.LookupKind(ev.Kind)
 		if inDoc[ref] || (prune && !info.Singleton && slices.Contains(planned, ev.Kind)) {
 			continue
 		}
@@ -39,7 +41,7 @@ func omittedWarnings(expected []ExpectedVersion, inDoc map[string]bool, prune bo
 			detail += fmt.Sprintf("to delete it, map it to null (\"%s\": {%q: null}), or plan with prune to delete every %s that the document leaves out.",
 				info.DocKey, ev.Key, ev.Kind)
 		}
-		out = append(out, Warning{Code: CodeResourceOmitted, Target: ref, Pointer: "/versions/" + escapeToken(ref), Detail: detail})
+		out = append(out, Warning{Code: CodeResourceOmitted, Target: ref, Pointer: "/versions/" + config.EscapeToken(ref), Detail: detail})
 	}
 	return out
 }
@@ -74,7 +76,7 @@ func revertWarnings(p *Plan, now state) []Warning {
 		if r := now.get(m.Kind, *m.Key); r != nil {
 			specNow = json.RawMessage(r.Spec)
 		}
-		then, ok := Revert(specNow, m.Diff)
+		then, ok := config.Revert(specNow, m.Diff)
 		if !ok {
 			continue // a source stored before diffs carried old
 		}
@@ -99,11 +101,11 @@ type revertedField struct {
 
 // revertedFields are the fields of ops (the moved diff from then to now)
 // that planned holds as they were then, each once.
-func revertedFields(ops []DiffOp, then, now, planned any) []revertedField {
+func revertedFields(ops []config.DiffOp, then, now, planned any) []revertedField {
 	var out []revertedField
 	seen := map[string]bool{}
 	for _, op := range ops {
-		tokens, err := splitPointer(op.Path)
+		tokens, err := config.SplitPointer(op.Path)
 		if err != nil {
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/keenauth/configplans/config"
 )
 
 // TestRevertedFields holds the fields a rebased change writes back to a
@@ -31,8 +33,8 @@ func TestRevertedFields(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			then, now := canonical([]byte(tc.then)), canonical([]byte(tc.now))
-			fields := revertedFields(Diff(then, now), decodeSpec(then), decodeSpec(now), decodeSpec(json.RawMessage(tc.planned)))
+			then, now := config.Canonical([]byte(tc.then)), config.Canonical([]byte(tc.now))
+			fields := revertedFields(config.Diff(then, now), decodeSpec(then), decodeSpec(now), decodeSpec(json.RawMessage(tc.planned)))
 			if len(fields) != len(tc.want) {
 				t.Fatalf("%d fields reverted (%+v), want %d", len(fields), fields, len(tc.want))
 			}
@@ -49,8 +51,8 @@ func TestRevertedFields(t *testing.T) {
 // rebase creates again is one field, the whole resource.
 func TestRevertedFieldsOfAResourceDeletedSince(t *testing.T) {
 	t.Parallel()
-	then := canonical([]byte(`{"a": 1}`))
-	fields := revertedFields(Diff(then, nil), decodeSpec(then), nil, decodeSpec(then))
+	then := config.Canonical([]byte(`{"a": 1}`))
+	fields := revertedFields(config.Diff(then, nil), decodeSpec(then), nil, decodeSpec(then))
 	if len(fields) != 1 || !strings.Contains(fields[0].detail("api/x", nil), "api/x was deleted since") {
 		t.Errorf("fields = %+v", fields)
 	}

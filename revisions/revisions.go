@@ -1,18 +1,16 @@
-// Package revisions keeps the configuration of the resources an apply
-// changed, as it was before the apply: the 50 most recent per environment,
-// none older than 90 days.
+// Package revisions is a revision's types and encoding: the configuration
+// of the resources an apply changed, as it was before the apply. Its table,
+// config_revisions (the 50 most recent per environment, none older than 90
+// days), is written and read by configdb alone.
 package revisions
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/keenauth/configplans/canonjson"
 )
@@ -53,19 +51,6 @@ type Revision struct {
 	CreatedAt     time.Time
 	ExpiresAt     time.Time
 }
-
-type row struct {
-	EnvironmentID string `gorm:"primaryKey"`
-	ID            string `gorm:"primaryKey"`
-	PlanID        string
-	Types         []byte `gorm:"type:jsonb"`
-	Counts        []byte `gorm:"type:jsonb"`
-	Resources     []byte `gorm:"type:json"`
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
-}
-
-func (row) TableName() string { return "config_revisions" }
 
 type storedResource struct {
 	Resource
@@ -132,93 +117,24 @@ func appendSpec(b, spec []byte) ([]byte, error) {
 	return append(b, buf.Bytes()...), nil
 }
 
-// Record writes a revision in tx; resources is the output of Encode.
-func Record(tx *gorm.DB, rev Revision, resources []byte) error {
-	types, _ := json.Marshal(rev.Types)
-	counts, _ := json.Marshal(rev.Counts)
-	return tx.Create(&row{EnvironmentID: rev.EnvironmentID, ID: rev.ID, PlanID: rev.PlanID, Types: types, Counts: counts,
-		Resources: resources, CreatedAt: rev.CreatedAt, ExpiresAt: rev.ExpiresAt}).Error
-}
-
-// Prune deletes the revisions of env beyond the keep most recent and those
-// expired at now. It returns how many it deleted.
-func Prune(tx *gorm.DB, env string, keep int, now time.Time) (int, error) {
-	noLimit := "" // SQLite has no OFFSET without a LIMIT, and spells "no limit" -1
-	if tx.Dialector.Name() == "sqlite" {
-		noLimit = "LIMIT -1 "
+// DecodeResources reads the stored resources of a revision, the output of
+// Encode, specs canonical; a revision stored in jsonb's form (by an older
+// replica) is read by encoding/json and its specs made canonical.
+func DecodeResources(b []byte) ([]Resource, error) {
+	if rs, ok := decodeResources(b); ok {
+		return rs, nil
 	}
-	res := tx.Exec(`DELETE FROM config_revisions WHERE environment_id = ? AND (expires_at <= ? OR id IN (
-		SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC `+noLimit+`OFFSET ?))`, env, now, env, keep)
-	return int(res.RowsAffected), res.Error
-}
-
-// visible is the condition of a revision that may be returned: unexpired
-// and among the keep most recent of its environment.
-func visible(db *gorm.DB, env string, keep int, now time.Time) *gorm.DB {
-	return db.Where("environment_id = ? AND expires_at > ? AND id >= COALESCE((SELECT id FROM config_revisions WHERE environment_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?), '')",
-		env, now, env, keep-1)
-}
-
-// Get returns a visible revision of env.
-func Get(ctx context.Context, db *gorm.DB, env, id string, keep int, now time.Time) (*Revision, error) {
-	var r row
-	err := visible(db.WithContext(ctx), env, keep, now).Where("id = ?", id).Take(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
+	var stored []storedResource
+	if err := json.Unmarshal(b, &stored); err != nil {
 		return nil, err
 	}
-	return decode(r, true)
-}
-
-// List returns visible revisions of env, newest first, without resources:
-// up to limit+1 rows older than cursor (when set).
-func List(ctx context.Context, db *gorm.DB, env, cursor string, limit, keep int, now time.Time) ([]*Revision, error) {
-	q := visible(db.WithContext(ctx).Omit("resources"), env, keep, now)
-	if cursor != "" {
-		q = q.Where("id < ?", cursor)
-	}
-	var rows []row
-	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
-		return nil, err
-	}
-	out := make([]*Revision, 0, len(rows))
-	for _, r := range rows {
-		rev, err := decode(r, false)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rev)
+	out := make([]Resource, len(stored))
+	for i, s := range stored {
+		s.Resource.ResourceIDBefore = s.ResourceIDBefore
+		s.Resource.SpecBefore = canonicalSpec(s.Resource.SpecBefore)
+		out[i] = s.Resource
 	}
 	return out, nil
-}
-
-func decode(r row, withResources bool) (*Revision, error) {
-	rev := &Revision{EnvironmentID: r.EnvironmentID, ID: r.ID, PlanID: r.PlanID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
-	if err := json.Unmarshal(r.Types, &rev.Types); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(r.Counts, &rev.Counts); err != nil {
-		return nil, err
-	}
-	if withResources {
-		if rs, ok := decodeResources(r.Resources); ok {
-			rev.Resources = rs
-			return rev, nil
-		}
-		var stored []storedResource
-		if err := json.Unmarshal(r.Resources, &stored); err != nil {
-			return nil, err
-		}
-		rev.Resources = make([]Resource, len(stored))
-		for i, s := range stored {
-			s.Resource.ResourceIDBefore = s.ResourceIDBefore
-			s.Resource.SpecBefore = canonicalSpec(s.Resource.SpecBefore)
-			rev.Resources[i] = s.Resource
-		}
-	}
-	return rev, nil
 }
 
 // canonicalSpec is a stored spec in its canonical form. Encode wrote it so;

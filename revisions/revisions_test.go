@@ -49,19 +49,19 @@ func TestDecodeResourcesReadsWhatEncodeWrote(t *testing.T) {
 	if _, ok := decodeResources(jsonb); ok {
 		t.Fatal("decodeResources read jsonb's form")
 	}
-	rev, err := decode(row{Types: []byte(`[]`), Counts: []byte(`{}`), Resources: jsonb}, true)
+	rs, err := DecodeResources(jsonb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := string(rev.Resources[0].SpecBefore); s != `{"a":[2,3],"b":1}` || *rev.Resources[0].VersionBefore != 2 {
-		t.Errorf("jsonb's form read as %+v, spec %s", rev.Resources[0], s)
+	if s := string(rs[0].SpecBefore); s != `{"a":[2,3],"b":1}` || *rs[0].VersionBefore != 2 {
+		t.Errorf("jsonb's form read as %+v, spec %s", rs[0], s)
 	}
 	deep := strings.Repeat(`{"b": 1, "a": `, 600) + "null" + strings.Repeat("}", 600)
-	rev, err = decode(row{Types: []byte(`[]`), Counts: []byte(`{}`), Resources: []byte(`[{"key": "a", "kind": "api", "action": "update", "spec_before": ` + deep + `, "version_before": 2}]`)}, true)
+	rs, err = DecodeResources([]byte(`[{"key": "a", "kind": "api", "action": "update", "spec_before": ` + deep + `, "version_before": 2}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, want := string(rev.Resources[0].SpecBefore), strings.Repeat(`{"a":`, 600)+"null"+strings.Repeat(`,"b":1}`, 600); s != want {
+	if s, want := string(rs[0].SpecBefore), strings.Repeat(`{"a":`, 600)+"null"+strings.Repeat(`,"b":1}`, 600); s != want {
 		t.Errorf("a spec nested too deep for a scan read as %.80s…", s)
 	}
 	for _, bad := range []string{`[`, `[{"kind":"a"}]`, `[{"kind":"a","key":"b","action":"c","version_before":01,"spec_before":null}]`,

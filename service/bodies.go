@@ -12,7 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 )
 
 // Body limits of §2.
@@ -204,7 +204,7 @@ func bodyUnread(c *gin.Context) bool {
 // it must arrive within its deadline (408), after which the write timeout
 // starts again for the work of the request.
 func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
-	tooLarge := &plans.Error{Code: plans.CodeRequestTooLarge, Detail: "the request body is over " + strconv.FormatInt(limit>>20, 10) + " MiB"}
+	tooLarge := &config.Error{Code: config.CodeRequestTooLarge, Detail: "the request body is over " + strconv.FormatInt(limit>>20, 10) + " MiB"}
 	size := c.Request.ContentLength
 	if size > limit {
 		return nil, tooLarge
@@ -222,7 +222,7 @@ func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
 	if size > smallBody {
 		release, ok := s.bodies.take(c.Request.Context(), size)
 		if !ok {
-			return nil, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "too many large request bodies are being read; the request did not run",
+			return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "too many large request bodies are being read; the request did not run",
 				Extra: map[string]any{"retry_after": 1}}
 		}
 		c.Set(bodyReleaseKey, release)
@@ -243,12 +243,12 @@ func (s *Server) readBody(c *gin.Context, limit int64) ([]byte, error) {
 	case errors.As(err, &mbe):
 		return nil, tooLarge
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, &plans.Error{Code: plans.CodeRequestTimeout, Detail: "the request body did not arrive in time: send it at " +
+		return nil, &config.Error{Code: config.CodeRequestTimeout, Detail: "the request body did not arrive in time: send it at " +
 			strconv.FormatInt(s.limits.BodyMinRate, 10) + " bytes a second or faster"}
 	case err != nil:
-		return nil, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request body could not be read"}
+		return nil, &config.Error{Code: config.CodeMalformedRequest, Detail: "the request body could not be read"}
 	}
-	if err := plans.CheckText(body); err != nil {
+	if err := config.CheckText(body); err != nil {
 		return nil, err
 	}
 	return body, nil

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/service"
 	"github.com/keenauth/configplans/test/testdb"
@@ -40,12 +43,12 @@ func startBodyServer(t *testing.T, limits service.HTTPLimits, bodies *service.Bo
 	ctx := context.Background()
 	db := testdb.NewSQLite(t)
 	log := slog.New(slog.DiscardHandler)
-	svc := plans.NewService(db.DB, plans.DefaultConfig(), nil, log, plans.Hooks{})
+	svc := plans.NewService(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, plans.DefaultConfig(), log, plans.Hooks{})
 	env, err := svc.CreateEnvironment(ctx, "Shop")
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := svc.CreateKey(ctx, env.ID, plans.AllPermissions())
+	key, err := svc.CreateKey(ctx, env.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/console"
-	"github.com/keenauth/configplans/plans"
 )
 
 // consolePath reports whether a request path is the console's.
@@ -52,7 +52,7 @@ func (s *Server) consolePage(c *gin.Context) {
 	if name, ok := strings.CutPrefix(p, "assets/"); ok || p == "assets" {
 		body, contentType, found := console.Asset(name)
 		if !found {
-			s.write(c, problemResponse(&plans.Error{Code: plans.CodeNotFound, Detail: "no such console asset"}, requestID(c)))
+			s.write(c, problemResponse(&config.Error{Code: config.CodeNotFound, Detail: "no such console asset"}, requestID(c)))
 			return
 		}
 		// The asset names carry no version: revalidate on every load, so an

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 )
 
 // The HTTP edge (§23). net/http leaves three things to its user that a
@@ -118,7 +118,7 @@ const plainHeaderTooLarge = "HTTP/1.1 431 Request Header Fields Too Large\r\nCon
 
 func (c *edgeConn) Write(p []byte) (int, error) {
 	if string(p) == plainHeaderTooLarge {
-		if _, err := c.Conn.Write(headersTooLargeAnswer(plans.NewID(plans.PrefixRequest))); err != nil {
+		if _, err := c.Conn.Write(headersTooLargeAnswer(config.NewID(config.PrefixRequest))); err != nil {
 			return 0, err
 		}
 		return len(p), nil
@@ -163,7 +163,7 @@ func headersTooLargeAnswer(requestID string) []byte {
 }
 
 func errHeadersTooLarge() error {
-	return &plans.Error{Code: plans.CodeRequestHeadersTooLarge,
+	return &config.Error{Code: config.CodeRequestHeadersTooLarge,
 		Detail: "the request line and headers are over " + strconv.Itoa(MaxRequestHeaderBytes>>10) + " KiB"}
 }
 
@@ -184,18 +184,18 @@ func (s *Server) checkFraming(c *gin.Context) {
 		f, ok := ec.next()
 		switch {
 		case !ok:
-			refuse(&plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request's framing could not be read"})
+			refuse(&config.Error{Code: config.CodeMalformedRequest, Detail: "the request's framing could not be read"})
 			return
 		case f.headerBytes > MaxRequestHeaderBytes:
 			refuse(errHeadersTooLarge())
 			return
 		case f.chunked && f.hasLength:
-			refuse(&plans.Error{Code: plans.CodeMalformedRequest, Detail: "a request must not have both Transfer-Encoding and Content-Length"})
+			refuse(&config.Error{Code: config.CodeMalformedRequest, Detail: "a request must not have both Transfer-Encoding and Content-Length"})
 			return
 		}
 	}
 	if len(c.Request.Header.Values("Authorization")) > 1 {
-		refuse(&plans.Error{Code: plans.CodeMalformedRequest, Detail: "a request must have at most one Authorization header"})
+		refuse(&config.Error{Code: config.CodeMalformedRequest, Detail: "a request must have at most one Authorization header"})
 		return
 	}
 	if c.Request.ContentLength != 0 && (c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
@@ -23,7 +24,7 @@ import (
 // maxInUseWait caps the Retry-After of idempotency_key_in_use, in seconds.
 const maxInUseWait = 2
 
-var invalidIdempotencyKey = &plans.Error{Code: plans.CodeInvalidIdempotencyKey,
+var invalidIdempotencyKey = &config.Error{Code: config.CodeInvalidIdempotencyKey,
 	Detail: "Idempotency-Key must be one header line: a token or a quoted string of 1 to 255 visible ASCII characters"}
 
 // idempotent runs op under the Idempotency-Key of the request, if any (§9):
@@ -57,7 +58,7 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 	if err != nil {
 		s.observeIdempotency("store_unavailable")
 		s.d.Log.WarnContext(c, "idempotency store unavailable", "request_id", requestID(c), "error", err)
-		s.fail(c, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the idempotency store is unavailable; the request did not run",
+		s.fail(c, &config.Error{Code: config.CodeServiceUnavailable, Detail: "the idempotency store is unavailable; the request did not run",
 			Extra: map[string]any{"retry_after": 1}})
 		return
 	}
@@ -67,13 +68,13 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		s.write(c, replayed(claim.Response))
 		return
 	case idempotency.Mismatch:
-		s.fail(c, &plans.Error{Code: plans.CodeIdempotencyKeyMismatch, Detail: "this Idempotency-Key was used with another request"})
+		s.fail(c, &config.Error{Code: config.CodeIdempotencyKeyMismatch, Detail: "this Idempotency-Key was used with another request"})
 		return
 	case idempotency.InUse:
 		// The lease only bounds how long a dead owner keeps the key; a live
 		// one finishes within seconds, so the client is told to come back soon.
 		secs := min(int(math.Ceil(claim.RetryAfter.Seconds())), maxInUseWait)
-		s.fail(c, &plans.Error{Code: plans.CodeIdempotencyKeyInUse, Detail: "a request with this Idempotency-Key is still running",
+		s.fail(c, &config.Error{Code: config.CodeIdempotencyKeyInUse, Detail: "a request with this Idempotency-Key is still running",
 			Extra: map[string]any{"retry_after": max(secs, 1)}})
 		return
 	}
@@ -148,7 +149,7 @@ func replayed(stored *idempotency.Response) response {
 	r.header.Set("Idempotent-Replayed", "true")
 	if r.status >= 400 && strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
 		var p struct {
-			Code plans.Code `json:"code"`
+			Code config.Code `json:"code"`
 		}
 		if json.Unmarshal(r.body, &p) == nil && problemCodeFormat.MatchString(string(p.Code)) {
 			r.code = p.Code
@@ -180,7 +181,7 @@ func (s *Server) admit(ctx context.Context, c *gin.Context, apply bool) (release
 		s.observeFleetSaturated()
 		h.release()
 		secs := max(int(math.Ceil(retry.Seconds())), 1)
-		return nil, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the fleet's apply capacity is saturated; nothing was written",
+		return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "the fleet's apply capacity is saturated; nothing was written",
 			Extra: map[string]any{"retry_after": secs}}
 	}
 	stopFleet := ratelimit.Hold(fslot, lease/3, s.leaseLost("fleet"))
@@ -227,7 +228,7 @@ func (s *Server) limit(ctx context.Context, c *gin.Context, lim ratelimit.Limite
 	}
 	if !d.Allowed {
 		secs := max(int(math.Ceil(d.RetryAfter.Seconds())), 1)
-		return held{}, &plans.Error{Code: plans.CodeRateLimited,
+		return held{}, &config.Error{Code: config.CodeRateLimited,
 			Detail: fmt.Sprintf("the %s limit of this environment is reached; retry in %d s", d.Policy, secs),
 			Extra:  map[string]any{"retry_after": secs, "policy": d.Policy}}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/revisions"
@@ -115,7 +116,7 @@ func boolQuery(c *gin.Context, name string) (bool, error) {
 	case v == "true":
 		return true, nil
 	}
-	return false, &plans.Error{Code: plans.CodeMalformedRequest, Detail: name + " must be true or false"}
+	return false, &config.Error{Code: config.CodeMalformedRequest, Detail: name + " must be true or false"}
 }
 
 func (s *Server) getPlan(c *gin.Context) {
@@ -124,14 +125,14 @@ func (s *Server) getPlan(c *gin.Context) {
 }
 
 func (s *Server) listPlans(c *gin.Context) {
-	listed(s, c, plans.PrefixPlan, func(ctx context.Context, lp plans.ListParams) (plans.PlanPage, error) {
+	listed(s, c, config.PrefixPlan, func(ctx context.Context, lp plans.ListParams) (plans.PlanPage, error) {
 		pg, err := s.d.Plans.ListPlans(ctx, actor(c), c.Query("status"), lp)
 		return plans.PlanPage(pg), err
 	})
 }
 
 func (s *Server) listEvents(c *gin.Context) {
-	listed(s, c, plans.PrefixEvent, func(ctx context.Context, lp plans.ListParams) (plans.Page[plans.Event], error) {
+	listed(s, c, config.PrefixEvent, func(ctx context.Context, lp plans.ListParams) (plans.Page[plans.Event], error) {
 		return s.d.Plans.ListEvents(ctx, actor(c), c.Param("id"), lp)
 	})
 }
@@ -164,7 +165,7 @@ func customVerb(segment, verb string) (string, bool) {
 	return id, ok && v == verb
 }
 
-var notFound = &plans.Error{Code: plans.CodeNotFound, Detail: "no such path"}
+var notFound = &config.Error{Code: config.CodeNotFound, Detail: "no such path"}
 
 // planAction routes the custom verbs of a plan: :apply and :rebase.
 func (s *Server) planAction(c *gin.Context) {
@@ -282,7 +283,7 @@ func (s *Server) diffRevision(c *gin.Context) {
 }
 
 func (s *Server) listRevisions(c *gin.Context) {
-	listed(s, c, plans.PrefixRevision, func(ctx context.Context, lp plans.ListParams) (plans.Page[revisionView], error) {
+	listed(s, c, config.PrefixRevision, func(ctx context.Context, lp plans.ListParams) (plans.Page[revisionView], error) {
 		pg, err := s.d.Plans.ListRevisions(ctx, actor(c), lp)
 		out := plans.Page[revisionView]{Data: make([]revisionView, len(pg.Data)), HasMore: pg.HasMore, NextCursor: pg.NextCursor}
 		for i, r := range pg.Data {
@@ -348,20 +349,20 @@ func emptyObject(body []byte) error {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
-		return &plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request body must be empty or a JSON object"}
+		return &config.Error{Code: config.CodeMalformedRequest, Detail: "the request body must be empty or a JSON object"}
 	}
-	var unknown []plans.FieldError
+	var unknown []config.FieldError
 	for k := range m {
-		unknown = append(unknown, plans.FieldError{Pointer: plans.Pointer(k), Code: plans.CodeUnknownField, Detail: "this request takes no fields"})
+		unknown = append(unknown, config.FieldError{Pointer: config.Pointer(k), Code: config.CodeUnknownField, Detail: "this request takes no fields"})
 	}
 	if len(unknown) > 0 {
-		return &plans.Error{Code: plans.CodeUnknownField, Detail: "the request has unknown fields", Errors: unknown}
+		return &config.Error{Code: config.CodeUnknownField, Detail: "the request has unknown fields", Errors: unknown}
 	}
 	return nil
 }
 
 func (s *Server) listLogs(c *gin.Context) {
-	listed(s, c, plans.PrefixLog, func(ctx context.Context, lp plans.ListParams) (plans.Page[plans.LogEntry], error) {
+	listed(s, c, config.PrefixLog, func(ctx context.Context, lp plans.ListParams) (plans.Page[plans.LogEntry], error) {
 		return s.d.Plans.ListLogs(ctx, actor(c), c.Query("type"), lp)
 	})
 }

@@ -17,8 +17,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/idempotency"
-	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
 )
 
@@ -75,8 +75,8 @@ func traceID(h string) string {
 // the request carries them.
 func (s *Server) startRequest(c *gin.Context) string {
 	id := c.GetHeader("Request-Id")
-	if !plans.ValidID(plans.PrefixRequest, id) {
-		id = plans.NewID(plans.PrefixRequest)
+	if !config.ValidID(config.PrefixRequest, id) {
+		id = config.NewID(config.PrefixRequest)
 	}
 	info := requestInfo{id: id, traceID: traceID(c.GetHeader("traceparent"))}
 	c.Set("request_id", id)
@@ -193,10 +193,10 @@ func (s *Server) logRequest(c *gin.Context, d time.Duration) {
 			attrs = append(attrs, slog.String(k, v))
 		}
 	}
-	if id := resourceID(c, "/v1/config-plans/:id", plans.PrefixPlan); id != "" {
+	if id := resourceID(c, "/v1/config-plans/:id", config.PrefixPlan); id != "" {
 		attrs = append(attrs, slog.String("plan_id", id))
 	}
-	if id := resourceID(c, "/v1/config-revisions/:id", plans.PrefixRevision); id != "" {
+	if id := resourceID(c, "/v1/config-revisions/:id", config.PrefixRevision); id != "" {
 		attrs = append(attrs, slog.String("revision_id", id))
 	}
 	if code := c.GetString(problemCodeKey); code != "" {
@@ -223,11 +223,11 @@ func (s *Server) logRequest(c *gin.Context, d time.Duration) {
 func resourceID(c *gin.Context, route, prefix string) string {
 	if c.FullPath() == route || strings.HasPrefix(c.FullPath(), route+"/") {
 		id, _, _ := strings.Cut(c.Param("id"), ":")
-		if plans.ValidID(prefix, id) {
+		if config.ValidID(prefix, id) {
 			return id
 		}
 	}
-	if id, ok := strings.CutPrefix(c.Writer.Header().Get("Location"), strings.TrimSuffix(route, ":id")); ok && plans.ValidID(prefix, id) {
+	if id, ok := strings.CutPrefix(c.Writer.Header().Get("Location"), strings.TrimSuffix(route, ":id")); ok && config.ValidID(prefix, id) {
 		return id
 	}
 	return ""
@@ -252,7 +252,7 @@ func (s *Server) refuseWhileDraining(c *gin.Context) {
 	// The route groups that set no-store do not run: every /v1 and internal
 	// answer is no-store.
 	c.Header("Cache-Control", "no-store")
-	s.fail(c, &plans.Error{Code: plans.CodeServiceUnavailable, Detail: "the server is shutting down; retry the request",
+	s.fail(c, &config.Error{Code: config.CodeServiceUnavailable, Detail: "the server is shutting down; retry the request",
 		Extra: map[string]any{"retry_after": 1}})
 }
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 )
 
 // OpenAPI is the OpenAPI 3.1 document of the API.
@@ -21,5 +21,5 @@ func (s *Server) openapi(c *gin.Context) {
 // configSchema serves the JSON Schema of a plan request body (§14), which
 // editors use to complete and check documents.
 func (s *Server) configSchema(c *gin.Context) {
-	c.Data(http.StatusOK, "application/schema+json", plans.ConfigSchema())
+	c.Data(http.StatusOK, "application/schema+json", config.ConfigSchema())
 }

@@ -9,59 +9,60 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 )
 
 // codes maps the contract's stable error codes to HTTP statuses. It is the
 // only place where a domain error becomes a status.
-var codes = map[plans.Code]int{
-	plans.CodeMalformedRequest:        http.StatusBadRequest,
-	plans.CodeUnknownField:            http.StatusBadRequest,
-	plans.CodeInvalidIdempotencyKey:   http.StatusBadRequest,
-	plans.CodeUnauthenticated:         http.StatusUnauthorized,
-	plans.CodeInsufficientPermissions: http.StatusForbidden,
-	plans.CodeNotFound:                http.StatusNotFound,
-	plans.CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
-	plans.CodeRequestTimeout:          http.StatusRequestTimeout,
-	plans.CodeIdempotencyKeyInUse:     http.StatusConflict,
-	plans.CodeConfigPlanNotApplicable: http.StatusConflict,
-	plans.CodeDeletionNotConfirmed:    http.StatusConflict,
-	plans.CodeConfigConflict:          http.StatusConflict,
-	plans.CodeConflict:                http.StatusConflict,
-	plans.CodeConnectionInUse:         http.StatusConflict,
-	plans.CodeConnectionTestRequired:  http.StatusConflict,
-	plans.CodeConnectionNotTestable:   http.StatusConflict,
-	plans.CodeConfigPlanExpired:       http.StatusGone,
-	plans.CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
-	plans.CodeConfigDocumentTooLarge:  http.StatusRequestEntityTooLarge,
-	plans.CodeRequestHeadersTooLarge:  http.StatusRequestHeaderFieldsTooLarge,
-	plans.CodeIdempotencyKeyMismatch:  http.StatusUnprocessableEntity,
-	plans.CodeValidationFailed:        http.StatusUnprocessableEntity,
-	plans.CodePolicyConflict:          http.StatusUnprocessableEntity,
-	plans.CodeRateLimited:             http.StatusTooManyRequests,
-	plans.CodeInternalError:           http.StatusInternalServerError,
-	plans.CodeNotImplemented:          http.StatusNotImplemented,
-	plans.CodeServiceUnavailable:      http.StatusServiceUnavailable,
+var codes = map[config.Code]int{
+	config.CodeMalformedRequest:        http.StatusBadRequest,
+	config.CodeUnknownField:            http.StatusBadRequest,
+	config.CodeInvalidIdempotencyKey:   http.StatusBadRequest,
+	config.CodeUnauthenticated:         http.StatusUnauthorized,
+	config.CodeInsufficientPermissions: http.StatusForbidden,
+	config.CodeNotFound:                http.StatusNotFound,
+	config.CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
+	config.CodeRequestTimeout:          http.StatusRequestTimeout,
+	config.CodeIdempotencyKeyInUse:     http.StatusConflict,
+	config.CodeConfigPlanNotApplicable: http.StatusConflict,
+	config.CodeDeletionNotConfirmed:    http.StatusConflict,
+	config.CodeConfigConflict:          http.StatusConflict,
+	config.CodeConflict:                http.StatusConflict,
+	config.CodeConnectionInUse:         http.StatusConflict,
+	config.CodeConnectionTestRequired:  http.StatusConflict,
+	config.CodeConnectionNotTestable:   http.StatusConflict,
+	config.CodeConfigPlanExpired:       http.StatusGone,
+	config.CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
+	config.CodeConfigDocumentTooLarge:  http.StatusRequestEntityTooLarge,
+	config.CodeRequestHeadersTooLarge:  http.StatusRequestHeaderFieldsTooLarge,
+	config.CodeIdempotencyKeyMismatch:  http.StatusUnprocessableEntity,
+	config.CodeValidationFailed:        http.StatusUnprocessableEntity,
+	config.CodePolicyConflict:          http.StatusUnprocessableEntity,
+	config.CodeRateLimited:             http.StatusTooManyRequests,
+	config.CodeInternalError:           http.StatusInternalServerError,
+	config.CodeNotImplemented:          http.StatusNotImplemented,
+	config.CodeServiceUnavailable:      http.StatusServiceUnavailable,
 }
 
-var titles = map[plans.Code]string{
-	plans.CodeConfigPlanExpired:       "Config plan expired",
-	plans.CodeConfigPlanNotApplicable: "Config plan not applicable",
-	plans.CodeConfigConflict:          "Configuration changed",
-	plans.CodeIdempotencyKeyInUse:     "Idempotency key in use",
-	plans.CodeIdempotencyKeyMismatch:  "Idempotency key reused with another request",
-	plans.CodeInvalidIdempotencyKey:   "Invalid idempotency key",
+var titles = map[config.Code]string{
+	config.CodeConfigPlanExpired:       "Config plan expired",
+	config.CodeConfigPlanNotApplicable: "Config plan not applicable",
+	config.CodeConfigConflict:          "Configuration changed",
+	config.CodeIdempotencyKeyInUse:     "Idempotency key in use",
+	config.CodeIdempotencyKeyMismatch:  "Idempotency key reused with another request",
+	config.CodeInvalidIdempotencyKey:   "Invalid idempotency key",
 }
 
 // problem is an RFC 9457 problem details object.
 type problem struct {
-	Type      string             `json:"type"`
-	Title     string             `json:"title"`
-	Status    int                `json:"status"`
-	Code      plans.Code         `json:"code"`
-	Detail    string             `json:"detail"`
-	Errors    []plans.FieldError `json:"errors"`
-	RequestID string             `json:"request_id"`
+	Type      string              `json:"type"`
+	Title     string              `json:"title"`
+	Status    int                 `json:"status"`
+	Code      config.Code         `json:"code"`
+	Detail    string              `json:"detail"`
+	Errors    []config.FieldError `json:"errors"`
+	RequestID string              `json:"request_id"`
 	extra     map[string]any
 }
 
@@ -84,7 +85,7 @@ func (p problem) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-func title(code plans.Code) string {
+func title(code config.Code) string {
 	if t, ok := titles[code]; ok {
 		return t
 	}
@@ -94,7 +95,7 @@ func title(code plans.Code) string {
 
 // Statuses returns the contract's codes with the HTTP status of each: a copy
 // of the table, for the tests that hold the OpenAPI document to it.
-func Statuses() map[plans.Code]int { return maps.Clone(codes) }
+func Statuses() map[config.Code]int { return maps.Clone(codes) }
 
 // response is a finished HTTP answer, kept whole so that an idempotent
 // request can store it before it is written. A problem carries its code, so
@@ -103,7 +104,7 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
-	code   plans.Code // "" for a success
+	code   config.Code // "" for a success
 }
 
 // jsonAppender is an answer that writes its own JSON, the same values as
@@ -127,10 +128,10 @@ func jsonResponse(status int, v any) response {
 // toError turns any error into the domain error answered (plans.AsError);
 // known is false for an error that is not the contract's, logged in full,
 // and for a code missing from the table: both are answered internal_error.
-func toError(err error) (*plans.Error, bool) {
+func toError(err error) (*config.Error, bool) {
 	de, known := plans.AsError(err)
 	if _, ok := codes[de.Code]; !ok {
-		return &plans.Error{Code: plans.CodeInternalError, Detail: "an internal error occurred"}, false
+		return &config.Error{Code: config.CodeInternalError, Detail: "an internal error occurred"}, false
 	}
 	return de, known
 }
@@ -142,7 +143,7 @@ func problemResponse(err error, requestID string) response {
 	p := problem{Type: "https://docs.keenauth.dev/errors/" + string(de.Code), Title: title(de.Code), Status: status, Code: de.Code,
 		Detail: de.Detail, Errors: de.Errors, RequestID: requestID, extra: de.Extra}
 	if p.Errors == nil {
-		p.Errors = []plans.FieldError{}
+		p.Errors = []config.FieldError{}
 	}
 	if p.Detail == "" {
 		p.Detail = p.Title

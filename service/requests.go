@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 )
 
@@ -21,18 +22,18 @@ import (
 // problem (not JSON, wrong types, unknown fields) is returned as an *Error.
 func ParsePlanRequest(body []byte) (*plans.PlanRequest, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request body must be a JSON object"}
+		return nil, &config.Error{Code: config.CodeMalformedRequest, Detail: "the request body must be a JSON object"}
 	}
 	var top map[string]json.RawMessage
-	if err := plans.StrictObject(body, &top); err != nil {
+	if err := config.StrictObject(body, &top); err != nil {
 		return nil, err
 	}
 	// Every 400-class problem is reported: unknown members, a prune that is
 	// not a boolean, those of the versions and those of the document.
-	var bad []plans.FieldError
+	var bad []config.FieldError
 	for k := range top {
 		if k != "config" && k != "prune" && k != "versions" && k != "$schema" {
-			bad = append(bad, plans.FieldError{Pointer: plans.Pointer(k), Code: plans.CodeUnknownField, Detail: "unknown field " + plans.QuoteShort(k)})
+			bad = append(bad, config.FieldError{Pointer: config.Pointer(k), Code: config.CodeUnknownField, Detail: "unknown field " + config.QuoteShort(k)})
 		}
 	}
 	// "$schema" lets an editor find the schema of the body (§14); it is
@@ -40,30 +41,30 @@ func ParsePlanRequest(body []byte) (*plans.PlanRequest, error) {
 	if raw, ok := top["$schema"]; ok {
 		var ref string
 		if err := json.Unmarshal(raw, &ref); err != nil {
-			bad = append(bad, plans.FieldError{Pointer: "/$schema", Code: plans.CodeMalformedRequest, Detail: "$schema must be a string"})
+			bad = append(bad, config.FieldError{Pointer: "/$schema", Code: config.CodeMalformedRequest, Detail: "$schema must be a string"})
 		}
 	}
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Pointer < bad[j].Pointer })
 	pr := &plans.PlanRequest{}
 	if raw, ok := top["prune"]; ok {
 		if err := json.Unmarshal(raw, &pr.Prune); err != nil {
-			bad = append(bad, plans.FieldError{Pointer: "/prune", Code: plans.CodeMalformedRequest, Detail: "prune must be a boolean"})
+			bad = append(bad, config.FieldError{Pointer: "/prune", Code: config.CodeMalformedRequest, Detail: "prune must be a boolean"})
 		}
 	}
 	if raw, ok := top["versions"]; ok {
-		var problems []plans.FieldError
-		pr.Versions, problems = plans.DecodeVersions(raw, "/versions")
+		var problems []config.FieldError
+		pr.Versions, problems = config.DecodeVersions(raw, "/versions")
 		bad = append(bad, problems...)
 	}
 	raw, ok := top["config"]
 	if !ok || string(raw) == "null" {
-		pr.Problems = []plans.FieldError{{Pointer: "/config", Code: plans.CodeRequired, Detail: "config is required"}}
-		pr.Doc = &plans.Document{Entries: map[plans.Kind][]plans.Entry{}}
+		pr.Problems = []config.FieldError{{Pointer: "/config", Code: config.CodeRequired, Detail: "config is required"}}
+		pr.Doc = &config.Document{Entries: map[config.Kind][]config.Entry{}}
 	} else {
-		doc, problems, err := plans.DecodeDocument(raw, "/config")
-		var de *plans.Error
+		doc, problems, err := config.DecodeDocument(raw, "/config")
+		var de *config.Error
 		switch {
-		case errors.As(err, &de) && (de.Code == plans.CodeMalformedRequest || de.Code == plans.CodeUnknownField):
+		case errors.As(err, &de) && (de.Code == config.CodeMalformedRequest || de.Code == config.CodeUnknownField):
 			bad = append(bad, de.Errors...)
 		case err != nil:
 			return nil, err
@@ -71,13 +72,13 @@ func ParsePlanRequest(body []byte) (*plans.PlanRequest, error) {
 		pr.Doc, pr.Problems, pr.DocumentBytes = doc, problems, len(raw)
 	}
 	if len(bad) > 0 {
-		code := plans.CodeUnknownField
+		code := config.CodeUnknownField
 		for _, p := range bad {
-			if p.Code != plans.CodeUnknownField {
-				code = plans.CodeMalformedRequest
+			if p.Code != config.CodeUnknownField {
+				code = config.CodeMalformedRequest
 			}
 		}
-		return nil, plans.Problems(code, bad)
+		return nil, config.Problems(code, bad)
 	}
 	return pr, nil
 }
@@ -89,26 +90,26 @@ func ParseApplyRequest(body []byte) (*plans.ApplyRequest, error) {
 		return req, nil
 	}
 	var top map[string]json.RawMessage
-	if err := plans.StrictObject(body, &top); err != nil {
+	if err := config.StrictObject(body, &top); err != nil {
 		return nil, err
 	}
-	var unknown []plans.FieldError
+	var unknown []config.FieldError
 	for k := range top {
 		switch k {
 		case "resolved_secrets", "confirm_deletions", "sp_host":
 		default:
-			unknown = append(unknown, plans.FieldError{Pointer: plans.Pointer(k), Code: plans.CodeUnknownField, Detail: "unknown field " + plans.QuoteShort(k)})
+			unknown = append(unknown, config.FieldError{Pointer: config.Pointer(k), Code: config.CodeUnknownField, Detail: "unknown field " + config.QuoteShort(k)})
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Slice(unknown, func(i, j int) bool { return unknown[i].Pointer < unknown[j].Pointer })
-		return nil, &plans.Error{Code: plans.CodeUnknownField, Detail: "the request has unknown fields", Errors: unknown}
+		return nil, &config.Error{Code: config.CodeUnknownField, Detail: "the request has unknown fields", Errors: unknown}
 	}
-	var bad []plans.FieldError
+	var bad []config.FieldError
 	if raw, ok := top["resolved_secrets"]; ok && string(raw) != "null" {
 		names, err := objectKeys(raw)
 		if err != nil {
-			bad = append(bad, plans.FieldError{Pointer: "/resolved_secrets", Code: plans.CodeMalformedRequest, Detail: "resolved_secrets must be an object of names to strings"})
+			bad = append(bad, config.FieldError{Pointer: "/resolved_secrets", Code: config.CodeMalformedRequest, Detail: "resolved_secrets must be an object of names to strings"})
 		} else {
 			_ = json.Unmarshal(raw, &req.ResolvedSecrets)
 			req.SecretNames = names
@@ -116,19 +117,19 @@ func ParseApplyRequest(body []byte) (*plans.ApplyRequest, error) {
 	}
 	if raw, ok := top["confirm_deletions"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &req.ConfirmDeletions); err != nil || req.ConfirmDeletions == nil {
-			bad = append(bad, plans.FieldError{Pointer: "/confirm_deletions", Code: plans.CodeMalformedRequest, Detail: "confirm_deletions must be a list of strings"})
+			bad = append(bad, config.FieldError{Pointer: "/confirm_deletions", Code: config.CodeMalformedRequest, Detail: "confirm_deletions must be a list of strings"})
 		}
 	}
 	if raw, ok := top["sp_host"]; ok && string(raw) != "null" {
 		var h string
 		if err := json.Unmarshal(raw, &h); err != nil {
-			bad = append(bad, plans.FieldError{Pointer: "/sp_host", Code: plans.CodeMalformedRequest, Detail: "sp_host must be a string"})
+			bad = append(bad, config.FieldError{Pointer: "/sp_host", Code: config.CodeMalformedRequest, Detail: "sp_host must be a string"})
 		} else {
 			req.SPHost = &h
 		}
 	}
 	if len(bad) > 0 {
-		return nil, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "the request body has values of the wrong type", Errors: bad}
+		return nil, &config.Error{Code: config.CodeMalformedRequest, Detail: "the request body has values of the wrong type", Errors: bad}
 	}
 	return req, nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 )
 
@@ -20,11 +21,11 @@ func FuzzApplyRequest(f *testing.F) {
 		f.Add(seed)
 	}
 	plan := &plans.Plan{RequiredSecrets: []string{"KEENAUTH_CONNECTION_ACME_CLIENT_SECRET"}, RequiresSPHost: true,
-		Changes: []plans.Change{{Kind: plans.KindConnection, Key: "legacy", Action: plans.ActionDelete}}}
+		Changes: []plans.Change{{Kind: config.KindConnection, Key: "legacy", Action: plans.ActionDelete}}}
 	f.Fuzz(func(t *testing.T, body string) {
 		req, err := ParseApplyRequest([]byte(body))
 		if err != nil {
-			if _, ok := err.(*plans.Error); !ok {
+			if _, ok := err.(*config.Error); !ok {
 				t.Fatalf("a parse error is not a domain error: %T %v", err, err)
 			}
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
@@ -82,14 +83,14 @@ func New(d Deps) *gin.Engine {
 		if consolePath(c.Request.URL.Path) {
 			consoleHeaders(c)
 		}
-		s.write(c, problemResponse(&plans.Error{Code: plans.CodeNotFound, Detail: "no such path"}, requestID(c)))
+		s.write(c, problemResponse(&config.Error{Code: config.CodeNotFound, Detail: "no such path"}, requestID(c)))
 	})
 	r.NoMethod(func(c *gin.Context) {
 		noStoreV1(c)
 		if consolePath(c.Request.URL.Path) {
 			consoleHeaders(c)
 		}
-		s.write(c, problemResponse(&plans.Error{Code: plans.CodeMethodNotAllowed, Detail: "the path does not support " + c.Request.Method}, requestID(c)))
+		s.write(c, problemResponse(&config.Error{Code: config.CodeMethodNotAllowed, Detail: "the path does not support " + c.Request.Method}, requestID(c)))
 	})
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
@@ -263,12 +264,12 @@ func listParams(c *gin.Context, prefix string) (plans.ListParams, error) {
 	if v, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			return lp, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "limit must be a whole number from 1 to 100"}
+			return lp, &config.Error{Code: config.CodeMalformedRequest, Detail: "limit must be a whole number from 1 to 100"}
 		}
 		lp.Limit = n
 	}
-	if _, ok := c.GetQuery("cursor"); ok && !plans.ValidID(prefix, lp.Cursor) {
-		return lp, &plans.Error{Code: plans.CodeMalformedRequest, Detail: "cursor is not valid: pass next_cursor of the previous page"}
+	if _, ok := c.GetQuery("cursor"); ok && !config.ValidID(prefix, lp.Cursor) {
+		return lp, &config.Error{Code: config.CodeMalformedRequest, Detail: "cursor is not valid: pass next_cursor of the previous page"}
 	}
 	return lp, nil
 }

@@ -9,28 +9,30 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
 )
 
-// Backend is where one keenauthd keeps its state: its database, opened and
-// migrated, and the Redis of the fleet, which holds the idempotency records
-// and the rate limits under Prefix. Without Redis they are kept in the
-// process (dev mode: one process).
+// Backend is where one keenauthd keeps its state and whom it calls: its
+// database, opened and migrated, the federation service (required:
+// federation.Unconfigured where there is none), and the Redis of the fleet,
+// which holds the idempotency records and the rate limits under Prefix.
+// Without Redis they are kept in the process (dev mode: one process).
 type Backend struct {
-	DB     *gorm.DB
-	Redis  redis.UniversalClient
-	Prefix string
+	DB         *configdb.DB
+	Federation federation.Client
+	Redis      redis.UniversalClient
+	Prefix     string
 }
 
 // Settings are what serve, dev and the test harness choose for one
 // keenauthd.
 type Settings struct {
 	Plans     plans.Config
-	Clock     plans.Clock // nil: the real time
 	PlanHooks plans.Hooks
 	RateLimit ratelimit.Config
 	// PreviewRateLimit sets the config_preview limits (its Policy is set
@@ -67,7 +69,7 @@ type Wired struct {
 // router, whose /readyz pings the database and Redis. It is the one place
 // where serve, dev and the test harness put them together.
 func Wire(b Backend, s Settings) *Wired {
-	w := &Wired{Plans: plans.NewService(b.DB, s.Plans, s.Clock, s.Log, s.PlanHooks)}
+	w := &Wired{Plans: plans.NewService(b.DB, b.Federation, s.Plans, s.Log, s.PlanHooks)}
 	preview := s.PreviewRateLimit
 	preview.Policy = ratelimit.PolicyPreview
 	if preview.CallTimeout <= 0 {
@@ -103,11 +105,7 @@ func Wire(b Backend, s Settings) *Wired {
 // ready reports whether the database and Redis (when there is one) answer.
 func ready(b Backend) func(context.Context) error {
 	return func(ctx context.Context) error {
-		sqlDB, err := b.DB.DB()
-		if err == nil {
-			err = sqlDB.PingContext(ctx)
-		}
-		if err != nil {
+		if err := b.DB.Ping(ctx); err != nil {
 			return fmt.Errorf("database: %w", err)
 		}
 		if b.Redis != nil {

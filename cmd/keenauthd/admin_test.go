@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	confmodel "github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/testdb"
 )
@@ -40,7 +43,7 @@ func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	var env struct{ ID string }
-	if json.Unmarshal([]byte(out), &env) != nil || !plans.ValidID(plans.PrefixEnvironment, env.ID) {
+	if json.Unmarshal([]byte(out), &env) != nil || !confmodel.ValidID(confmodel.PrefixEnvironment, env.ID) {
 		t.Fatalf("env create printed %q", out)
 	}
 	out, err = runCmd(t, db, "key", "create", "--env", env.ID, "--permissions", "config:read,connections:read")
@@ -48,14 +51,14 @@ func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	var key struct{ ID, Secret string }
-	if json.Unmarshal([]byte(out), &key) != nil || !plans.ValidID(plans.PrefixAPIKey, key.ID) || !strings.HasPrefix(key.Secret, "ksk_") {
+	if json.Unmarshal([]byte(out), &key) != nil || !confmodel.ValidID(confmodel.PrefixAPIKey, key.ID) || !strings.HasPrefix(key.Secret, "ksk_") {
 		t.Fatalf("key create printed %q", out)
 	}
 	// This process follows no published revocation: it reads the key every
 	// time (test/e2e shows how replicas learn of a revocation).
 	pc := plans.DefaultConfig()
 	pc.AuthCacheTTL = 0
-	svc := plans.NewService(db.DB, pc, nil, nil, plans.Hooks{})
+	svc := plans.NewService(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, pc, nil, plans.Hooks{})
 	a, err := svc.Authenticate(context.Background(), key.Secret)
 	if err != nil || a.EnvironmentID != env.ID || !a.Can([]string{"config:read", "connections:read"}) || a.Can([]string{"config:write"}) {
 		t.Fatalf("the new key authenticates as %+v, %v", a, err)

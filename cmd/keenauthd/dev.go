@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	confmodel "github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/metrics"
@@ -91,8 +92,8 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		secret = []byte(rand.Text())
 	}
 	var draining atomic.Bool
-	w := service.Wire(service.Backend{DB: db},
-		settings(cfg, log, m, m.Plans(plans.Hooks{Federation: federation.NewInProcess()}), secret, &draining))
+	b := service.Backend{DB: configdb.New(db, nil, m.Storage(configdb.Options{})), Federation: m.Federation(federation.NewInProcess())}
+	w := service.Wire(b, settings(cfg, log, m, m.Plans(plans.Hooks{}), secret, &draining))
 	svc := w.Plans
 	// The in-process federation service starts empty: the material an
 	// earlier start confirmed is gone with it, so the planner must plan it
@@ -111,7 +112,7 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
-	key, err := svc.CreateKey(ctx, env.ID, plans.AllPermissions())
+	key, err := svc.CreateKey(ctx, env.ID, confmodel.AllPermissions())
 	if err != nil {
 		return fmt.Errorf("dev: create a key: %w", err)
 	}

@@ -21,6 +21,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	confmodel "github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/idempotency"
 	"github.com/keenauth/configplans/metrics"
@@ -108,7 +110,8 @@ func domain(ctx context.Context, cfg config, log *slog.Logger, hooks plans.Hooks
 	}
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
-	return plans.NewService(db, pc, nil, log, hooks), db, nil
+	// The admin commands call no federation service.
+	return plans.NewService(configdb.New(db, nil, configdb.Options{}), federation.Unconfigured{}, pc, log, hooks), db, nil
 }
 
 func envCreate(ctx context.Context, cfg config, args []string, stdout io.Writer) error {
@@ -140,7 +143,7 @@ func keyCreate(ctx context.Context, cfg config, args []string, stdout io.Writer)
 	}
 	var list []string
 	if *perms == "all" {
-		list = plans.AllPermissions()
+		list = confmodel.AllPermissions()
 	} else {
 		for _, p := range strings.Split(*perms, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -231,9 +234,9 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 			log.Warn("tracing: the last spans could not be exported", "error", err)
 		}
 	}()
-	hooks := plans.Hooks{}
+	var fed federation.Client = federation.Unconfigured{}
 	if cfg.FederationURL != "" {
-		hooks.Federation = federation.NewHTTPClient(federation.HTTPConfig{BaseURL: cfg.FederationURL, Token: cfg.FederationToken,
+		fed = federation.NewHTTPClient(federation.HTTPConfig{BaseURL: cfg.FederationURL, Token: cfg.FederationToken,
 			Timeout: cfg.FederationTimeout, HTTPClient: tr.httpClient()})
 	} else {
 		log.Warn("KEENAUTHD_FEDERATION_URL is not set: plans that write OIDC material will be answered 503")
@@ -277,7 +280,8 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 		log.Warn("Redis maxmemory-policy can evict idempotency records; PostgreSQL still answers replays of applied plans, but set noeviction", "policy", policy)
 	}
 	var draining atomic.Bool
-	w := service.Wire(service.Backend{DB: db, Redis: rdb, Prefix: "keenauthd:"}, settings(cfg, log, m, m.Plans(hooks), []byte(cfg.IdempotencySecret), &draining))
+	b := service.Backend{DB: configdb.New(db, nil, m.Storage(configdb.Options{})), Federation: m.Federation(fed), Redis: rdb, Prefix: "keenauthd:"}
+	w := service.Wire(b, settings(cfg, log, m, m.Plans(plans.Hooks{}), []byte(cfg.IdempotencySecret), &draining))
 	svc := w.Plans
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()

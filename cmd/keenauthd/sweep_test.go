@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/testdb"
 )
@@ -17,7 +19,7 @@ func TestSweepRunsOnOneReplicaAtATime(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	rdb, prefix := testdb.Redis(t)
-	svc := plans.NewService(db.DB, plans.DefaultConfig(), nil, nil, plans.Hooks{})
+	svc := plans.NewService(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, plans.DefaultConfig(), nil, plans.Hooks{})
 	replica := func() *sweeper {
 		lock := newSweepLock(rdb, prefix)
 		lock.lease = 300 * time.Millisecond

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -43,7 +44,7 @@ func TestCurrentAPIKeyAnswersTheRequestsKeyWithItsPermissionsSorted(t *testing.T
 	ctx := context.Background()
 	before := time.Now().UTC().Truncate(time.Millisecond)
 	// Given out of order and repeated: answered sorted, once each.
-	some, err := e.Plans.CreateKey(ctx, e.EnvID, []string{plans.PermManagementLogsRead, "apis:read", plans.PermConfigRead, "apis:read"})
+	some, err := e.Plans.CreateKey(ctx, e.EnvID, []string{config.PermManagementLogsRead, "apis:read", config.PermConfigRead, "apis:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestCurrentAPIKeyAnswersTheRequestsKeyWithItsPermissionsSorted(t *testing.T
 	}
 	otherEnv, otherSecret := otherEnvironment(t, e)
 
-	all := slices.Sorted(slices.Values(plans.AllPermissions()))
+	all := slices.Sorted(slices.Values(config.AllPermissions()))
 	for name, c := range map[string]struct {
 		secret string
 		env    string
@@ -73,7 +74,7 @@ func TestCurrentAPIKeyAnswersTheRequestsKeyWithItsPermissionsSorted(t *testing.T
 			if c.id != "" && k.ID != c.id {
 				t.Errorf("id = %s, want %s", k.ID, c.id)
 			}
-			if !strings.Contains(c.secret, strings.TrimPrefix(k.ID, plans.PrefixAPIKey)) {
+			if !strings.Contains(c.secret, strings.TrimPrefix(k.ID, config.PrefixAPIKey)) {
 				t.Errorf("id %s is not the key of the secret", k.ID)
 			}
 			if diff := cmp.Diff(c.perms, k.Permissions); diff != "" {
@@ -98,7 +99,7 @@ func TestCurrentAPIKeyAnswersTheRequestsKeyWithItsPermissionsSorted(t *testing.T
 func TestCurrentAPIKeyRefusesEveryBearerThatIsNotAValidKey(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	revoked, err := e.Plans.CreateKey(context.Background(), e.EnvID, plans.AllPermissions())
+	revoked, err := e.Plans.CreateKey(context.Background(), e.EnvID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}

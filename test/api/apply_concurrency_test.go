@@ -10,7 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -121,7 +121,7 @@ func TestApplyDifferentPlansConcurrently(t *testing.T) {
 	var retries atomic.Int32
 	var k *applyEnv
 	var once sync.Once
-	hooks := plans.Hooks{
+	dbOpts := configdb.Options{
 		OnTxRetry: func() { retries.Add(1) },
 		BeforeApplyWrite: func(*gorm.DB) error {
 			once.Do(func() {
@@ -132,8 +132,8 @@ func TestApplyDifferentPlansConcurrently(t *testing.T) {
 			return nil
 		},
 	}
-	k = newApplyEnv(t, apitest.Options{Hooks: hooks})
-	replica := apitest.Setup(t, apitest.Options{Replica: k.e, Hooks: hooks})
+	k = newApplyEnv(t, apitest.Options{DB: dbOpts})
+	replica := apitest.Setup(t, apitest.Options{Replica: k.e, DB: dbOpts})
 	docs := oneDocPerType()
 	ids := make([]string, len(docs))
 	for i, d := range docs {
@@ -168,7 +168,7 @@ func TestApplyDifferentPlansConcurrently(t *testing.T) {
 func TestApplyRetriesAForcedSerializationConflict(t *testing.T) {
 	t.Parallel()
 	var retries atomic.Int32
-	k := newApplyEnv(t, apitest.Options{Hooks: plans.Hooks{OnTxRetry: func() { retries.Add(1) }}})
+	k := newApplyEnv(t, apitest.Options{DB: configdb.Options{OnTxRetry: func() { retries.Add(1) }}})
 	k.e.RequirePostgres() // row locks; TestEmbeddedApplyRetriedAfterAWriteInsideItsTransaction is SQLite's
 	id := k.planID(envSettings("Renamed"), false)
 
@@ -251,7 +251,7 @@ func TestPlanCreationDoesNotWaitForARunningApply(t *testing.T) {
 	release := make(chan struct{})
 	holding := make(chan struct{})
 	var once sync.Once
-	k := newApplyEnv(t, apitest.Options{Hooks: plans.Hooks{BeforeApplyWrite: func(*gorm.DB) error {
+	k := newApplyEnv(t, apitest.Options{DB: configdb.Options{BeforeApplyWrite: func(*gorm.DB) error {
 		once.Do(func() { close(holding); <-release })
 		return nil
 	}}})
@@ -343,8 +343,8 @@ func TestApplyWithoutMaterialClaimsThePlanInItsTransaction(t *testing.T) {
 	if apitest.Backend() == apitest.BackendEmbedded {
 		t.Skip("SQLite has no row locks: every plan is claimed by a statement of its own first")
 	}
-	hooks, entered, release := idemSlowApply()
-	k := newApplyEnv(t, apitest.Options{Hooks: hooks})
+	dbOpts, entered, release := idemSlowApply()
+	k := newApplyEnv(t, apitest.Options{DB: dbOpts})
 	defer release()
 	replica := apitest.Setup(t, apitest.Options{Replica: k.e})
 	id := k.planID(envSettings("Held"), false)

@@ -10,9 +10,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config/displayname"
 	"github.com/keenauth/configplans/configdb"
-	"github.com/keenauth/configplans/plans"
-	"github.com/keenauth/configplans/plans/displayname"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -32,7 +31,7 @@ func TestApplyWritesTheSpecsOfItsStoredPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var planID string
-			k := newApplyEnv(t, apitest.Options{Hooks: plans.Hooks{
+			k := newApplyEnv(t, apitest.Options{DB: configdb.Options{
 				BeforeApplyWrite: func(tx *gorm.DB) error {
 					return tx.Exec(`UPDATE config_plans SET changes = replace(changes::text, 'As planned', 'As stored')::json WHERE id = ?`, planID).Error
 				},

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -352,7 +354,7 @@ func applyErrorCases() []applyCase {
 			}},
 		{name: "apply401RevokedKey", status: 401, code: "unauthenticated", planStatus: "planned", events: created,
 			setup: func(k *applyEnv) applyCall {
-				ck, err := k.e.Plans.CreateKey(context.Background(), k.e.EnvID, plans.AllPermissions())
+				ck, err := k.e.Plans.CreateKey(context.Background(), k.e.EnvID, config.AllPermissions())
 				if err != nil {
 					k.t.Fatal(err)
 				}
@@ -397,7 +399,7 @@ func applyErrorCases() []applyCase {
 				if err != nil {
 					k.t.Fatal(err)
 				}
-				ck, err := k.e.Plans.CreateKey(ctx, other.ID, plans.AllPermissions())
+				ck, err := k.e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
 				if err != nil {
 					k.t.Fatal(err)
 				}
@@ -835,7 +837,7 @@ func TestApplyWritesChangesRevisionAndLog(t *testing.T) {
 	}
 	res := r.JSON()
 	revID, _ := res["revision_id"].(string)
-	if res["status"] != "applied" || res["applied_at"] == nil || !plans.ValidID(plans.PrefixRevision, revID) {
+	if res["status"] != "applied" || res["applied_at"] == nil || !config.ValidID(config.PrefixRevision, revID) {
 		t.Fatalf("applied plan = %s", r.Body)
 	}
 	if d := cmp.Diff(k.get("/v1/config-plans/"+id), res); d != "" {
@@ -849,7 +851,7 @@ func TestApplyWritesChangesRevisionAndLog(t *testing.T) {
 			corpID, _ = c["resource_id"].(string)
 		}
 	}
-	if !plans.ValidID(plans.PrefixConnection, corpID) {
+	if !config.ValidID(config.PrefixConnection, corpID) {
 		t.Errorf("resource_id of the created connection = %q, want a con_ id", corpID)
 	}
 
@@ -1086,7 +1088,7 @@ func TestApplyKeepsNothingWhenTheLastWriteFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.RequestID = plans.NewID(plans.PrefixRequest)
+	a.RequestID = config.NewID(config.PrefixRequest)
 	_, err = k.e.Plans.Apply(context.Background(), a, id, &plans.ApplyRequest{}, plans.ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
 		t.Fatalf("apply error = %v, want the trigger's", err)
@@ -1122,9 +1124,7 @@ func TestApplyKeepsNothingWhenTheLastWriteFails(t *testing.T) {
 func TestApply503WhenSerializationFailuresPersist(t *testing.T) {
 	t.Parallel()
 	var retries atomic.Int32
-	cfg := plans.DefaultConfig()
-	cfg.MaxTxAttempts = 3
-	k := newApplyEnv(t, apitest.Options{Plans: cfg, Hooks: plans.Hooks{OnTxRetry: func() { retries.Add(1) }}})
+	k := newApplyEnv(t, apitest.Options{DB: configdb.Options{MaxTxAttempts: 3, OnTxRetry: func() { retries.Add(1) }}})
 	k.e.RequirePostgres() // SQLite cannot be made to fail to serialize on demand
 	k.seed()
 	id := k.planID(envSettings("Renamed"), false)
@@ -1203,7 +1203,7 @@ func TestApplyActivatesAnEnterpriseConnectionAfterASuccessfulTest(t *testing.T) 
 	secrets := map[string]any{"resolved_secrets": map[string]any{acmeSecret: "s3cret"}, "sp_host": "login.shop.example"}
 	res := k.planAndApply(`{"connections": {"acme-sso": `+acmeInactive+`}}`, false, secrets)
 	conID, _ := res["changes"].([]any)[0].(map[string]any)["resource_id"].(string)
-	if !plans.ValidID(plans.PrefixConnection, conID) {
+	if !config.ValidID(config.PrefixConnection, conID) {
 		t.Fatalf("resource_id = %q", conID)
 	}
 	testConnection := func(want string) {

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -186,7 +186,7 @@ func TestSecretCanaryLeavesNoTrace(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
 	rec := &canaryRecorder{e: e}
-	name := plans.SecretRef("acme-sso")
+	name := config.SecretRef("acme-sso")
 	good := map[string]any{"resolved_secrets": map[string]any{name: canary}, "sp_host": secHost}
 	withSecrets := func(secrets map[string]any, host any) map[string]any {
 		b := map[string]any{"resolved_secrets": secrets}
@@ -278,7 +278,7 @@ func TestSecretCanaryLeavesNoTrace(t *testing.T) {
 	// A social connection's own credentials: 501 after the checks.
 	social := rec.plan(t, connDoc(map[string]any{"gh": map[string]any{"type": "social", "display_name": "GitHub", "active": false,
 		"social": map[string]any{"provider": "github", "use_own_credentials": true, "client_id": "gh"}}}))
-	rec.apply(t, social, withSecrets(map[string]any{plans.SecretRef("gh"): canary}, nil), http.StatusNotImplemented,
+	rec.apply(t, social, withSecrets(map[string]any{config.SecretRef("gh"): canary}, nil), http.StatusNotImplemented,
 		map[string]string{"Idempotency-Key": "canary-501"})
 
 	// Connection tests, activation, a change of material and its restore.

@@ -10,20 +10,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
 // contractProblem is a problem details answer with the members this spec names.
 type contractProblem struct {
-	Type                string             `json:"type"`
-	Title               string             `json:"title"`
-	Status              int                `json:"status"`
-	Code                string             `json:"code"`
-	Detail              string             `json:"detail"`
-	Errors              []plans.FieldError `json:"errors"`
-	RequestID           string             `json:"request_id"`
-	RequiredPermissions []string           `json:"required_permissions"`
+	Type                string              `json:"type"`
+	Title               string              `json:"title"`
+	Status              int                 `json:"status"`
+	Code                string              `json:"code"`
+	Detail              string              `json:"detail"`
+	Errors              []config.FieldError `json:"errors"`
+	RequestID           string              `json:"request_id"`
+	RequiredPermissions []string            `json:"required_permissions"`
 }
 
 // expectProblem checks that r is the problem status/code with the members
@@ -54,7 +54,7 @@ func expectProblem(t *testing.T, r *apitest.Response, status int, code string) c
 }
 
 // problemLines renders problems as sorted "pointer code" lines.
-func problemLines(errs []plans.FieldError) []string {
+func problemLines(errs []config.FieldError) []string {
 	out := make([]string, 0, len(errs))
 	for _, e := range errs {
 		out = append(out, e.Pointer+" "+string(e.Code))
@@ -146,7 +146,7 @@ func TestWrongMethodAnswers405ProblemWithAllow(t *testing.T) {
 func TestProblemHasExactlyTheContractMembers(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	_, readOnly := keyWithPerms(t, e, plans.PermConfigRead)
+	_, readOnly := keyWithPerms(t, e, config.PermConfigRead)
 	tests := []struct {
 		name  string
 		req   apitest.Request
@@ -193,7 +193,7 @@ func TestRequestIDKeptWhenWellFormedAndReplacedOtherwise(t *testing.T) {
 	for _, bad := range []string{"abc", "req_", "req_01M4QPQTYWFS7930TB6KQN5RC5", incoming + "x", "req_01m4qpqtywfs7930tb6kqn5rc5\n"} {
 		r := e.Do(apitest.Request{Method: "GET", Path: "/v1/nothing", Header: map[string]string{"Request-Id": bad}})
 		got := r.Header.Get("Request-Id")
-		if got == bad || !plans.ValidID(plans.PrefixRequest, got) {
+		if got == bad || !config.ValidID(config.PrefixRequest, got) {
 			t.Errorf("incoming %q: Request-Id = %q, want a new req_ id", bad, got)
 		}
 		if p := expectProblem(t, r, http.StatusNotFound, "not_found"); p.RequestID != got {

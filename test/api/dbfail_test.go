@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 	"github.com/keenauth/configplans/test/testdb"
@@ -23,11 +24,11 @@ func dbfSetup(t *testing.T, arm func(p *testdb.Proxy)) (e *apitest.Env, p *testd
 	}
 	d := testdb.New(t)
 	proxied, p := d.Through(t, 0)
-	var hooks plans.Hooks
+	var dbOpts configdb.Options
 	if arm != nil {
-		hooks.BeforeApplyWrite = func(*gorm.DB) error { arm(p); return nil }
+		dbOpts.BeforeApplyWrite = func(*gorm.DB) error { arm(p); return nil }
 	}
-	e = apitest.Setup(t, apitest.Options{Database: proxied, Hooks: hooks})
+	e = apitest.Setup(t, apitest.Options{Database: proxied, DB: dbOpts})
 	return e, p, d.DB
 }
 

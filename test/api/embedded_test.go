@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -25,7 +25,7 @@ func TestEmbeddedApplyRetriedAfterAWriteInsideItsTransaction(t *testing.T) {
 	var retries atomic.Int32
 	var once sync.Once
 	var k *applyEnv
-	k = newApplyEnv(t, apitest.Options{Hooks: plans.Hooks{
+	k = newApplyEnv(t, apitest.Options{DB: configdb.Options{
 		OnTxRetry: func() { retries.Add(1) },
 		BeforeApplyWrite: func(*gorm.DB) error {
 			var err error

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/service"
@@ -96,7 +97,7 @@ func TestApplyWritesOIDCMaterialAfterTheCommit(t *testing.T) {
 	fed := fakefederation.New("observed-token")
 	t.Cleanup(fed.Close)
 	obs := &observedFederation{Client: federation.NewHTTPClient(federation.HTTPConfig{BaseURL: fed.URL(), Token: "observed-token"})}
-	e := apitest.Setup(t, apitest.Options{NoFederation: true, Hooks: plans.Hooks{Federation: obs}})
+	e := apitest.Setup(t, apitest.Options{Federation: obs})
 	obs.db = e.GormDB()
 
 	p := e.Plan(connDoc(map[string]any{"acme-sso": oidcConn("ACME", false, "abc"), "db": dbConn("DB")}), false)
@@ -106,7 +107,7 @@ func TestApplyWritesOIDCMaterialAfterTheCommit(t *testing.T) {
 	}
 	applied := e.Apply(p["id"].(string), applyBody("acme-sso", secSecret))
 	conID := secConnID(t, e, "acme-sso")
-	if !strings.HasPrefix(conID, "con_") || !plans.ValidID(plans.PrefixConnection, conID) {
+	if !strings.HasPrefix(conID, "con_") || !config.ValidID(config.PrefixConnection, conID) {
 		t.Fatalf("connection id = %q", conID)
 	}
 	if applied["status"] != "applied" || applied["revision_id"] == nil || applied["applied_at"] == nil {
@@ -202,10 +203,10 @@ func TestApplyFederation422ReturnsPlanToPlanned(t *testing.T) {
 		t.Fatalf("new plan changes = %v", got)
 	}
 	_, c := secChange(t, p2, "acme-sso")
-	if c["requires_secret"] != true || c["secret_ref"] != plans.SecretRef("acme-sso") || c["resource_id"] != conID || len(c["diff"].([]any)) != 0 {
+	if c["requires_secret"] != true || c["secret_ref"] != config.SecretRef("acme-sso") || c["resource_id"] != conID || len(c["diff"].([]any)) != 0 {
 		t.Fatalf("material change = %v", c)
 	}
-	if p2["requires_sp_host"] != true || !slices.Equal(p2["required_secrets"].([]any), []any{plans.SecretRef("acme-sso")}) {
+	if p2["requires_sp_host"] != true || !slices.Equal(p2["required_secrets"].([]any), []any{config.SecretRef("acme-sso")}) {
 		t.Fatalf("new plan needs %v, host %v", p2["required_secrets"], p2["requires_sp_host"])
 	}
 	applied := e.Apply(p2["id"].(string), applyBody("acme-sso", "client-secret-2"))
@@ -367,7 +368,7 @@ func TestApplyFederationPartialFailure(t *testing.T) {
 	doc := connDoc(map[string]any{"a-sso": oidcConn("A", false, "a"), "b-sso": oidcConn("B", false, "b")})
 	p := e.Plan(doc, false)
 	ib, _ := secChange(t, p, "b-sso")
-	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("a-sso"): "sa", plans.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
+	body := map[string]any{"resolved_secrets": map[string]any{config.SecretRef("a-sso"): "sa", config.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
 	// Changes are written in key order: a-sso first, b-sso second.
 	e.Fed.On(http.MethodPut).Next(1).Hang(time.Millisecond)
 	e.Fed.On(http.MethodPut).Next(1).Reject(federation.FieldError{Pointer: "/client_id", Code: "unknown_client"})
@@ -379,7 +380,7 @@ func TestApplyFederationPartialFailure(t *testing.T) {
 	}
 	p2 := e.Plan(doc, false)
 	if !slices.Equal(fedActive(p2), []string{"update connection/b-sso"}) ||
-		!slices.Equal(p2["required_secrets"].([]any), []any{plans.SecretRef("b-sso")}) {
+		!slices.Equal(p2["required_secrets"].([]any), []any{config.SecretRef("b-sso")}) {
 		t.Fatalf("new plan = %v %v", fedActive(p2), p2["required_secrets"])
 	}
 }
@@ -415,7 +416,7 @@ func TestFederationTokenRefused503(t *testing.T) {
 	fed := fakefederation.New("the-right-token")
 	t.Cleanup(fed.Close)
 	sw := &switchedFederation{c: federation.NewHTTPClient(federation.HTTPConfig{BaseURL: fed.URL(), Token: "the-right-token"})}
-	e := apitest.Setup(t, apitest.Options{NoFederation: true, Hooks: plans.Hooks{Federation: sw}})
+	e := apitest.Setup(t, apitest.Options{Federation: sw})
 	e.Apply(e.Plan(connDoc(map[string]any{"acme-sso": oidcConn("ACME", false, "abc")}), false)["id"].(string), applyBody("acme-sso", secSecret))
 	const logLine = `"level":"ERROR","msg":"federation service refused our token; check KEENAUTHD_FEDERATION_TOKEN"`
 	if strings.Contains(e.Logs.String(), logLine) {
@@ -505,7 +506,7 @@ func TestConnectionTestAndActivation(t *testing.T) {
 	// Connections are written in key order: acme-sso, then broken-sso.
 	e.Fed.On(http.MethodPut).Next(1).Hang(time.Millisecond)
 	e.Fed.On(http.MethodPut).Next(1).Reject(federation.FieldError{Pointer: "/issuer", Code: "invalid"})
-	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("acme-sso"): "s1", plans.SecretRef("broken-sso"): "s2"}, "sp_host": secHost}
+	body := map[string]any{"resolved_secrets": map[string]any{config.SecretRef("acme-sso"): "s1", config.SecretRef("broken-sso"): "s2"}, "sp_host": secHost}
 	if r := secApply(e, p["id"].(string), body); r.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("apply: %d %s", r.Status, r.Body)
 	}
@@ -624,7 +625,7 @@ func TestApplySlowMaterialWritesKeepThePlansLease(t *testing.T) {
 	e := apitest.Setup(t, apitest.Options{})
 	doc := connDoc(map[string]any{"a-sso": oidcConn("A", false, "a"), "b-sso": oidcConn("B", false, "b")})
 	id := e.Plan(doc, false)["id"].(string)
-	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("a-sso"): "sa", plans.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
+	body := map[string]any{"resolved_secrets": map[string]any{config.SecretRef("a-sso"): "sa", config.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
 	e.Fed.On(http.MethodPut).Hang(1500 * time.Millisecond)
 	done := make(chan *apitest.Response, 1)
 	go func() { done <- secApply(e, id, body) }()
@@ -658,8 +659,8 @@ func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.RequestID = plans.NewID(plans.PrefixRequest)
-	req, err := service.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + plans.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
+	a.RequestID = config.NewID(config.PrefixRequest)
+	req, err := service.ParseApplyRequest([]byte(`{"resolved_secrets": {"` + config.SecretRef("acme-sso") + `": "s1"}, "sp_host": "` + secHost + `"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -688,7 +689,7 @@ func TestApplyFederationUnavailableStopsTheWrites(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
 	doc := connDoc(map[string]any{"a-sso": oidcConn("A", false, "a"), "b-sso": oidcConn("B", false, "b")})
-	body := map[string]any{"resolved_secrets": map[string]any{plans.SecretRef("a-sso"): "sa", plans.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
+	body := map[string]any{"resolved_secrets": map[string]any{config.SecretRef("a-sso"): "sa", config.SecretRef("b-sso"): "sb"}, "sp_host": secHost}
 	e.Fed.Unavailable()
 	secWant(t, secApply(e, e.Plan(doc, false)["id"].(string), body), http.StatusServiceUnavailable, "service_unavailable")
 	puts := fedPuts(e.Fed)
@@ -733,7 +734,7 @@ func fedCanaryFind(source, s string) []string {
 func TestApplyFederation422EchoingPartsOfTheSecret(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	name := plans.SecretRef("acme-sso")
+	name := config.SecretRef("acme-sso")
 	if len(fedCanary) != 40 {
 		t.Fatalf("the canary has %d characters", len(fedCanary))
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
@@ -253,8 +254,8 @@ func TestAllowedCallbackHostsHoldAtMost1000Patterns(t *testing.T) {
 		return e.Do(apitest.Request{Method: "PUT", Path: "/internal/v1/environments/" + e.EnvID + "/policies", Secret: apitest.InternalToken,
 			Body: map[string]any{"allowed_callback_hosts": hosts}})
 	}
-	secWant(t, put(plans.MaxAllowedCallbackHosts+1), http.StatusUnprocessableEntity, "validation_failed", "/allowed_callback_hosts too_many")
-	if r := put(plans.MaxAllowedCallbackHosts); r.Status != http.StatusOK {
+	secWant(t, put(config.MaxAllowedCallbackHosts+1), http.StatusUnprocessableEntity, "validation_failed", "/allowed_callback_hosts too_many")
+	if r := put(config.MaxAllowedCallbackHosts); r.Status != http.StatusOK {
 		t.Fatalf("1,000 patterns: %d %.300s", r.Status, r.Body)
 	}
 	app := func(host string) map[string]any {

@@ -15,7 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -134,13 +135,13 @@ func idemEvents(t *testing.T, e *apitest.Env, planID string) []string {
 	return out
 }
 
-// idemSlowApply returns hooks under which an apply waits inside its
-// transaction, just before writing, until release is called. entered
+// idemSlowApply returns storage options under which an apply waits inside
+// its transaction, just before writing, until release is called. entered
 // receives once for each apply that reaches the wait.
-func idemSlowApply() (hooks plans.Hooks, entered <-chan struct{}, release func()) {
+func idemSlowApply() (dbOpts configdb.Options, entered <-chan struct{}, release func()) {
 	in := make(chan struct{}, 64)
 	gate := make(chan struct{})
-	hooks.BeforeApplyWrite = func(*gorm.DB) error {
+	dbOpts.BeforeApplyWrite = func(*gorm.DB) error {
 		select {
 		case in <- struct{}{}:
 		default:
@@ -148,7 +149,7 @@ func idemSlowApply() (hooks plans.Hooks, entered <-chan struct{}, release func()
 		<-gate
 		return nil
 	}
-	return hooks, in, sync.OnceFunc(func() { close(gate) })
+	return dbOpts, in, sync.OnceFunc(func() { close(gate) })
 }
 
 // idemDelete deletes every key of the Redis key space that starts with
@@ -475,8 +476,8 @@ func TestIdempotencyKeyReused422Mismatch(t *testing.T) {
 
 func TestIdempotencyKeyInUse409WhileTheFirstRuns(t *testing.T) {
 	t.Parallel()
-	hooks, entered, release := idemSlowApply()
-	e := apitest.Setup(t, apitest.Options{Hooks: hooks})
+	dbOpts, entered, release := idemSlowApply()
+	e := apitest.Setup(t, apitest.Options{DB: dbOpts})
 	defer release()
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 
@@ -522,8 +523,8 @@ func TestIdempotencyKeyNotStoredAfter429RunsOnceTheQuotaIsBack(t *testing.T) {
 
 func TestIdempotencyKeyNotStoredAfter503RunsWhenCapacityIsBack(t *testing.T) {
 	t.Parallel()
-	hooks, entered, release := idemSlowApply()
-	e := apitest.Setup(t, apitest.Options{Hooks: hooks, FleetLimit: 1})
+	dbOpts, entered, release := idemSlowApply()
+	e := apitest.Setup(t, apitest.Options{DB: dbOpts, FleetLimit: 1})
 	defer release()
 	busy := e.Plan(idemDoc("busy"), false)["id"].(string)
 	// Another type: applying busy does not move it.
@@ -546,7 +547,7 @@ func TestIdempotencyKeyNotStoredAfter503RunsWhenCapacityIsBack(t *testing.T) {
 func TestIdempotencyKeyScopedByAPIKey(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	other := e.Key(plans.AllPermissions()...)
+	other := e.Key(config.AllPermissions()...)
 	mine := idemPost(e, "/v1/config-plans", idemPlanBody("orders"), "shared")
 	idemFresh(t, mine, http.StatusCreated)
 	theirs := idemPostAs(e, other, "/v1/config-plans", idemPlanBody("orders"), "shared")
@@ -569,7 +570,7 @@ func TestIdempotentApplyReplayedFromPostgresWhenRedisLostTheRecord(t *testing.T)
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
 	e.RequireRedis() // deletes Redis records
-	other := e.Key(plans.AllPermissions()...)
+	other := e.Key(config.AllPermissions()...)
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 	first := idemPost(e, idemApplyPath(id), map[string]any{}, "pg-1")
 	idemFresh(t, first, http.StatusOK)
@@ -605,8 +606,8 @@ func TestIdempotentApplyReplayedFromPostgresWhenRedisLostTheRecord(t *testing.T)
 // the key is in use, never config_plan_not_applicable.
 func TestIdempotencyKeyInUseFromPostgresWhenRedisLostTheRecordMidApply(t *testing.T) {
 	t.Parallel()
-	hooks, entered, release := idemSlowApply()
-	e := apitest.Setup(t, apitest.Options{Hooks: hooks})
+	dbOpts, entered, release := idemSlowApply()
+	e := apitest.Setup(t, apitest.Options{DB: dbOpts})
 	e.RequireRedis() // deletes Redis records
 	defer release()
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
@@ -681,9 +682,9 @@ func TestSameKeyRacedOnTwoReplicasAppliesOnce(t *testing.T) {
 // the way (once during the apply, once after).
 func TestRetryStormOnTwoReplicasWithRedisFlushedAppliesOnce(t *testing.T) {
 	t.Parallel()
-	hooks, entered, release := idemSlowApply()
-	e1 := apitest.Setup(t, apitest.Options{Hooks: hooks})
-	e2 := apitest.Setup(t, apitest.Options{Replica: e1, Hooks: hooks})
+	dbOpts, entered, release := idemSlowApply()
+	e1 := apitest.Setup(t, apitest.Options{DB: dbOpts})
+	e2 := apitest.Setup(t, apitest.Options{Replica: e1, DB: dbOpts})
 	defer release()
 	id := e1.Plan(idemDoc("storm"), false)["id"].(string)
 	path := idemApplyPath(id)

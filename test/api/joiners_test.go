@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/keenauth/configplans/plans/displayname"
+	"github.com/keenauth/configplans/config/displayname"
 	"github.com/keenauth/configplans/test/apitest"
 )
 

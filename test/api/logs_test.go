@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -45,7 +45,7 @@ func TestManagementLogListsEntriesNewestFirst(t *testing.T) {
 			key = d.(string)
 		}
 		got = append(got, entry{l["type"].(string), l["plan_id"].(string), key})
-		if !plans.ValidID(plans.PrefixLog, l["id"].(string)) {
+		if !config.ValidID(config.PrefixLog, l["id"].(string)) {
 			t.Errorf("id %v", l["id"])
 		}
 	}
@@ -137,8 +137,8 @@ func TestManagementLogNeedsItsPermission(t *testing.T) {
 	k := newApplyEnv(t, apitest.Options{})
 	k.planAndApply(envSettings("One"), false, nil)
 	all := []string{}
-	for _, p := range plans.AllPermissions() {
-		if p != plans.PermManagementLogsRead {
+	for _, p := range config.AllPermissions() {
+		if p != config.PermManagementLogsRead {
 			all = append(all, p)
 		}
 	}

@@ -19,7 +19,8 @@ import (
 	"github.com/prometheus/common/model"
 	"gorm.io/gorm"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/service"
 	"github.com/keenauth/configplans/test/apitest"
@@ -220,7 +221,7 @@ func logLines(t *testing.T, e *apitest.Env) []map[string]any {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("log line is not JSON: %q", l)
 		}
-		if id, _ := m["request_id"].(string); !plans.ValidID(plans.PrefixRequest, id) {
+		if id, _ := m["request_id"].(string); !config.ValidID(config.PrefixRequest, id) {
 			t.Errorf("log line without a request_id: %s", l)
 		}
 		out = append(out, m)
@@ -301,7 +302,7 @@ func TestLogsNeverHoldTheSecretOfAnApply(t *testing.T) {
 func TestRequestIDFlowsIntoLogsEventsAndManagementLog(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	createID, applyID := plans.NewID(plans.PrefixRequest), plans.NewID(plans.PrefixRequest)
+	createID, applyID := config.NewID(config.PrefixRequest), config.NewID(config.PrefixRequest)
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	r := e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans", Body: map[string]any{"config": obsSettings("Shop 2")},
 		Header: map[string]string{"Request-Id": createID}})
@@ -357,7 +358,7 @@ func TestRequestIDFlowsIntoLogsEventsAndManagementLog(t *testing.T) {
 	if _, ok := access["duration_ms"].(float64); !ok {
 		t.Errorf("access log has no duration_ms: %v", access)
 	}
-	if k, _ := access["api_key_id"].(string); !plans.ValidID(plans.PrefixAPIKey, k) {
+	if k, _ := access["api_key_id"].(string); !config.ValidID(config.PrefixAPIKey, k) {
 		t.Errorf("access log api_key_id = %v", access["api_key_id"])
 	}
 }
@@ -376,7 +377,7 @@ func TestMalformedRequestIDAndTraceparentAreNotKept(t *testing.T) {
 		r := e.Do(apitest.Request{Method: "GET", Path: "/healthz", Secret: "-",
 			Header: map[string]string{"Request-Id": c.requestID, "traceparent": c.traceparent}})
 		got := r.Header.Get("Request-Id")
-		if got == c.requestID || !plans.ValidID(plans.PrefixRequest, got) {
+		if got == c.requestID || !config.ValidID(config.PrefixRequest, got) {
 			t.Errorf("Request-Id %q answered %q, want a new one", c.requestID, got)
 		}
 	}
@@ -391,11 +392,11 @@ func TestMalformedRequestIDAndTraceparentAreNotKept(t *testing.T) {
 func TestUnknownErrorIsLoggedWithItsCauses(t *testing.T) {
 	t.Parallel()
 	root := errors.New("disk on fire")
-	e := apitest.Setup(t, apitest.Options{Hooks: plans.Hooks{BeforeApplyWrite: func(*gorm.DB) error {
+	e := apitest.Setup(t, apitest.Options{DB: configdb.Options{BeforeApplyWrite: func(*gorm.DB) error {
 		return fmt.Errorf("write resources: %w", root)
 	}}})
 	p := e.Plan(obsSettings("Shop 2"), false)
-	reqID := plans.NewID(plans.PrefixRequest)
+	reqID := config.NewID(config.PrefixRequest)
 	req := httptest.NewRequest("POST", "/v1/config-plans/"+p["id"].(string)+":apply", strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer "+e.Secret)
 	req.Header.Set("Request-Id", reqID)

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -77,7 +78,7 @@ func TestIdempotencyKeyReleasedWhenPlanCreationPanics(t *testing.T) {
 func TestIdempotencyKeyAndPlanReleasedWhenApplyPanics(t *testing.T) {
 	t.Parallel()
 	boom, calls := panicOnce()
-	e := apitest.Setup(t, apitest.Options{Hooks: plans.Hooks{BeforeApplyWrite: func(*gorm.DB) error { boom(); return nil }}})
+	e := apitest.Setup(t, apitest.Options{DB: configdb.Options{BeforeApplyWrite: func(*gorm.DB) error { boom(); return nil }}})
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 
 	panicPost(t, e, idemApplyPath(id), map[string]any{}, "panic-apply")

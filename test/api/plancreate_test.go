@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -122,11 +123,11 @@ func TestPlanCreationRefusals(t *testing.T) {
 	e := apitest.Setup(t, apitest.Options{})
 	setPolicies(t, e, `{"forbid_social_connections": true, "require_https_callbacks": true}`)
 
-	all := plans.AllPermissions()
+	all := config.AllPermissions()
 	without := func(perm string) []string {
 		return slices.DeleteFunc(slices.Clone(all), func(p string) bool { return p == perm })
 	}
-	_, noConfigWrite := keyWithPerms(t, e, without(plans.PermConfigWrite)...)
+	_, noConfigWrite := keyWithPerms(t, e, without(config.PermConfigWrite)...)
 	_, noAppRead := keyWithPerms(t, e, without("applications:read")...)
 	_, writesOnly := keyWithPerms(t, e, "config:write", "apis:write", "applications:write", "connections:write",
 		"environment-settings:write", "branding:write")
@@ -401,18 +402,18 @@ func TestPlanOfExampleDocument(t *testing.T) {
 	first := e.Plan(map[string]any{"connections": map[string]any{"legacy": docOf(t, legacySpec)}}, false)
 	applied := e.Apply(first["id"].(string), nil)
 	legacyID, _ := applied["changes"].([]any)[0].(map[string]any)["resource_id"].(string)
-	if !plans.ValidID(plans.PrefixConnection, legacyID) {
+	if !config.ValidID(config.PrefixConnection, legacyID) {
 		t.Fatalf("the applied plan's connection has resource_id %v, want a con_ id", applied["changes"])
 	}
 
-	keyID, secret := keyWithPerms(t, e, plans.AllPermissions()...)
+	keyID, secret := keyWithPerms(t, e, config.AllPermissions()...)
 	r := postPlan(e, secret, map[string]any{"config": apitest.ExampleDocument(), "prune": false})
 	if r.Status != http.StatusCreated {
 		t.Fatalf("create plan: %d %s", r.Status, r.Body)
 	}
 	got := r.JSON()
 	id, _ := got["id"].(string)
-	if !plans.ValidID(plans.PrefixPlan, id) {
+	if !config.ValidID(config.PrefixPlan, id) {
 		t.Errorf("id = %q", id)
 	}
 	if loc := r.Header.Get("Location"); loc != "/v1/config-plans/"+id {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -93,7 +93,7 @@ func TestPlanListShowsAKeyOnlyThePlansWhoseEveryTypeItReads(t *testing.T) {
 	if len(connections) != 4 {
 		t.Fatalf("%d connection plans, want 4", len(connections))
 	}
-	connKey := e.Key(plans.PermConfigRead, "connections:read")
+	connKey := e.Key(config.PermConfigRead, "connections:read")
 	for _, limit := range []int{1, 2, 3, 100} {
 		t.Run(fmt.Sprintf("connections:read, limit %d", limit), func(t *testing.T) {
 			if diff := cmp.Diff(connections, listAllPlans(t, e, connKey, "", limit)); diff != "" {
@@ -107,13 +107,13 @@ func TestPlanListShowsAKeyOnlyThePlansWhoseEveryTypeItReads(t *testing.T) {
 		}
 	})
 	t.Run("a key that reads none of the plans' types", func(t *testing.T) {
-		key := e.Key(plans.PermConfigRead, "identity-settings:read")
+		key := e.Key(config.PermConfigRead, "identity-settings:read")
 		if got := listAllPlans(t, e, key, "", 1); len(got) != 0 {
 			t.Errorf("plans listed: %v, want none", got)
 		}
 	})
 	t.Run("both types of a plan", func(t *testing.T) {
-		key := e.Key(plans.PermConfigRead, "connections:read", "apis:read")
+		key := e.Key(config.PermConfigRead, "connections:read", "apis:read")
 		role := all[len(docs)-1-7] // every plan but the role plan
 		want := slices.DeleteFunc(slices.Clone(all), func(id string) bool { return id == role })
 		if diff := cmp.Diff(want, listAllPlans(t, e, key, "", 2)); diff != "" {

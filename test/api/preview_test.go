@@ -178,8 +178,8 @@ func TestPreviewIgnoresIdempotencyKey(t *testing.T) {
 // own quota.
 func TestPreviewLimits(t *testing.T) {
 	t.Parallel()
-	hooks, entered, release := idemSlowApply()
-	e := apitest.Setup(t, apitest.Options{Hooks: hooks, RateLimit: rlConfig(3, 3600, 1), Metrics: true,
+	dbOpts, entered, release := idemSlowApply()
+	e := apitest.Setup(t, apitest.Options{DB: dbOpts, RateLimit: rlConfig(3, 3600, 1), Metrics: true,
 		PreviewRateLimit: ratelimit.Config{Quota: 3, Window: time.Hour}})
 	defer release()
 	id := e.Plan(idemDoc("slow"), false)["id"].(string)

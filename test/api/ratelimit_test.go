@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -155,8 +155,8 @@ func TestRateLimit429BeforeNotApplicable(t *testing.T) {
 // environment is not.
 func TestInflightLimit429WhileAnApplyRuns(t *testing.T) {
 	t.Parallel()
-	hooks, entered, release := idemSlowApply()
-	e := apitest.Setup(t, apitest.Options{Hooks: hooks, RateLimit: rlConfig(30, 60, 1)})
+	dbOpts, entered, release := idemSlowApply()
+	e := apitest.Setup(t, apitest.Options{DB: dbOpts, RateLimit: rlConfig(30, 60, 1)})
 	defer release()
 	id := e.Plan(idemDoc("slow"), false)["id"].(string)
 	done := make(chan *apitest.Response, 1)
@@ -175,7 +175,7 @@ func TestInflightLimit429WhileAnApplyRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := e.Plans.CreateKey(ctx, other.ID, plans.AllPermissions())
+	key, err := e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,15 +195,15 @@ func TestInflightLimit429WhileAnApplyRuns(t *testing.T) {
 // runs once it is done. Plan creation does not count against it.
 func TestFleetCapacity503WhileAnApplyRuns(t *testing.T) {
 	t.Parallel()
-	hooks, entered, release := idemSlowApply()
-	e := apitest.Setup(t, apitest.Options{Hooks: hooks, FleetLimit: 1})
+	dbOpts, entered, release := idemSlowApply()
+	e := apitest.Setup(t, apitest.Options{DB: dbOpts, FleetLimit: 1})
 	defer release()
 	ctx := context.Background()
 	other, err := e.Plans.CreateEnvironment(ctx, "Other")
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := e.Plans.CreateKey(ctx, other.ID, plans.AllPermissions())
+	key, err := e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}

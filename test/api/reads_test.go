@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -59,7 +60,7 @@ func otherEnvironment(t *testing.T, e *apitest.Env) (envID, secret string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := e.Plans.CreateKey(ctx, env.ID, plans.AllPermissions())
+	k, err := e.Plans.CreateKey(ctx, env.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestListPlansFiltersByStatus(t *testing.T) {
 			t.Errorf("status=%s (-want +got):\n%s", status, diff)
 		}
 		for _, p := range l.Data {
-			if status != "" && p.Status != status {
+			if status != "" && string(p.Status) != status {
 				t.Errorf("status=%s lists plan %s with status %s", status, p.ID, p.Status)
 			}
 		}
@@ -282,7 +283,7 @@ type eventList struct {
 func TestPlanEventsTellItsHistoryOldestFirst(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	keyID, secret := keyWithPerms(t, e, plans.AllPermissions()...)
+	keyID, secret := keyWithPerms(t, e, config.AllPermissions()...)
 	created := postPlan(e, secret, map[string]any{"config": brandingDoc("#000000")})
 	if created.Status != http.StatusCreated {
 		t.Fatalf("create: %d %s", created.Status, created.Body)
@@ -305,7 +306,7 @@ func TestPlanEventsTellItsHistoryOldestFirst(t *testing.T) {
 	}
 	ev := l.Data[0]
 	if ev.Type != "plan_created" || ev.Actor.APIKeyID != keyID || ev.RequestID != created.Header.Get("Request-Id") ||
-		!plans.ValidID(plans.PrefixEvent, ev.ID) {
+		!config.ValidID(config.PrefixEvent, ev.ID) {
 		t.Errorf("plan_created = %+v, want actor %s and request_id %s", ev, keyID, created.Header.Get("Request-Id"))
 	}
 	if time.Time(ev.CreatedAt).IsZero() {
@@ -354,12 +355,12 @@ func TestPlanEventsTellItsHistoryOldestFirst(t *testing.T) {
 func TestAuthenticationFailuresAnswer401(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	revokedID, revoked := keyWithPerms(t, e, plans.AllPermissions()...)
+	revokedID, revoked := keyWithPerms(t, e, config.AllPermissions()...)
 	if err := e.Plans.RevokeKey(context.Background(), revokedID); err != nil {
 		t.Fatal(err)
 	}
 	planID := e.Plan(brandingDoc("#000000"), false)["id"].(string)
-	_, valid := keyWithPerms(t, e, plans.AllPermissions()...)
+	_, valid := keyWithPerms(t, e, config.AllPermissions()...)
 	// The secret is ksk_ + environment ULID + key ULID + 32 random characters.
 	tampered := valid[:len(valid)-1] + map[bool]string{true: "a", false: "b"}[!strings.HasSuffix(valid, "a")]
 	unknownKey := "ksk_" + strings.TrimPrefix(e.EnvID, "env_") + "01m4qpqtywfs7930tb6kqn5rc5" + strings.Repeat("a", 32)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -315,7 +315,7 @@ func rebaseErrorCases() []rebaseCase {
 		if err != nil {
 			k.t.Fatal(err)
 		}
-		ck, err := k.e.Plans.CreateKey(ctx, other.ID, plans.AllPermissions())
+		ck, err := k.e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
 		if err != nil {
 			k.t.Fatal(err)
 		}
@@ -439,7 +439,7 @@ func TestRebaseErrorTable(t *testing.T) {
 			id, body, secret, header := tc.setup(k)
 			plansBefore := k.count("config_plans", "")
 			var eventsBefore int64
-			if plans.ValidID(plans.PrefixPlan, id) {
+			if config.ValidID(config.PrefixPlan, id) {
 				eventsBefore = k.count("plan_events", "plan_id = ?", id)
 			}
 			r := k.e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":rebase", Body: body, Secret: secret, Header: header})
@@ -452,7 +452,7 @@ func TestRebaseErrorTable(t *testing.T) {
 			if n := k.count("config_plans", ""); n != plansBefore {
 				t.Errorf("a refused rebase stored a plan (%d → %d)", plansBefore, n)
 			}
-			if plans.ValidID(plans.PrefixPlan, id) {
+			if config.ValidID(config.PrefixPlan, id) {
 				if n := k.count("plan_events", "plan_id = ?", id); n != eventsBefore {
 					t.Errorf("a refused rebase recorded an event on its source (%d → %d)", eventsBefore, n)
 				}

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/test/apitest"
 	"github.com/keenauth/configplans/test/testdb"
 )
@@ -82,13 +82,13 @@ func TestRedisDyingAfterTheClaimStillAnswersTheRealApply(t *testing.T) {
 	t.Parallel()
 	var proxy *testdb.Proxy
 	var killed atomic.Bool
-	hooks := plans.Hooks{BeforeApplyWrite: func(*gorm.DB) error {
+	dbOpts := configdb.Options{BeforeApplyWrite: func(*gorm.DB) error {
 		if !killed.Swap(true) {
 			proxy.SetDown(true)
 		}
 		return nil
 	}}
-	e, p, direct := rfSetup(t, 0, apitest.Options{Hooks: hooks})
+	e, p, direct := rfSetup(t, 0, apitest.Options{DB: dbOpts})
 	proxy = p
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 

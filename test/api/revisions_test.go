@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/ratelimit"
 	"github.com/keenauth/configplans/service"
@@ -257,7 +258,7 @@ func TestRestoreCountsAgainstTheRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.RequestID = plans.NewID(plans.PrefixRequest)
+	a.RequestID = config.NewID(config.PrefixRequest)
 	pr, err := service.ParsePlanRequest([]byte(`{"config": ` + envSettings("Renamed") + `}`))
 	if err != nil {
 		t.Fatal(err)

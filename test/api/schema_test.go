@@ -8,7 +8,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -25,7 +25,7 @@ func servedSchema(t *testing.T, e *apitest.Env) *jsonschema.Schema {
 	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control = %q", cc)
 	}
-	if !bytes.Equal(r.Body, plans.ConfigSchema()) {
+	if !bytes.Equal(r.Body, config.ConfigSchema()) {
 		t.Fatal("the body is not the schema built from the specs")
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.Body))

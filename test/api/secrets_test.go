@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -35,7 +36,7 @@ func connDoc(conns map[string]any) map[string]any { return map[string]any{"conne
 
 // applyBody is an apply body with one connection's secret and the host.
 func applyBody(key, secret string) map[string]any {
-	return map[string]any{"resolved_secrets": map[string]any{plans.SecretRef(key): secret}, "sp_host": secHost}
+	return map[string]any{"resolved_secrets": map[string]any{config.SecretRef(key): secret}, "sp_host": secHost}
 }
 
 // secApply sends an apply and returns the answer, whatever it is.
@@ -48,7 +49,7 @@ func secApply(e *apitest.Env, planID string, body any) *apitest.Response {
 func secProblems(t *testing.T, r *apitest.Response) []string {
 	t.Helper()
 	var p struct {
-		Errors []plans.FieldError `json:"errors"`
+		Errors []config.FieldError `json:"errors"`
 	}
 	r.Decode(t, &p)
 	out := make([]string, len(p.Errors))

@@ -26,6 +26,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/metrics"
 	"github.com/keenauth/configplans/plans"
@@ -91,8 +93,15 @@ type Options struct {
 	FleetLimit       int
 	Plans            plans.Config // zero: the defaults
 	Hooks            plans.Hooks
-	// NoFederation leaves the federation service unconfigured.
+	// DB are the storage's options: its retries, their observer, and the
+	// seam that writes inside an apply's transaction (BeforeApplyWrite).
+	DB configdb.Options
+	// NoFederation leaves the federation service unconfigured
+	// (federation.Unconfigured).
 	NoFederation bool
+	// Federation, when set, is the federation client instead of one to
+	// the fake federation service.
+	Federation federation.Client
 	// Database reuses another harness's database (several instances).
 	Database *testdb.Database
 	// Redis and Prefix reuse another harness's Redis key space.
@@ -185,11 +194,15 @@ func Setup(t testing.TB, opt Options) *Env {
 		stores = e.Cluster
 	}
 	log := service.NewLogger(e.Logs, slog.LevelDebug)
-	hooks := opt.Hooks
-	if !opt.NoFederation {
+	hooks, dbOpts, fed := opt.Hooks, opt.DB, opt.Federation
+	switch {
+	case fed != nil:
+	case opt.NoFederation:
+		fed = federation.Unconfigured{}
+	default:
 		e.Fed = fakefederation.New(FederationToken)
 		t.Cleanup(e.Fed.Close)
-		hooks.Federation = federation.NewHTTPClient(federation.HTTPConfig{BaseURL: e.Fed.URL(), Token: FederationToken,
+		fed = federation.NewHTTPClient(federation.HTTPConfig{BaseURL: e.Fed.URL(), Token: FederationToken,
 			Timeout: 2 * time.Second, Backoff: 10 * time.Millisecond})
 	}
 	pc := opt.Plans
@@ -198,7 +211,7 @@ func Setup(t testing.TB, opt Options) *Env {
 	}
 	if opt.Metrics {
 		e.Metrics = metrics.New()
-		hooks = e.Metrics.Plans(hooks)
+		hooks, dbOpts, fed = e.Metrics.Plans(hooks), e.Metrics.Storage(dbOpts), e.Metrics.Federation(fed)
 	}
 	rl := opt.RateLimit
 	if rl.Quota == 0 {
@@ -208,7 +221,7 @@ func Setup(t testing.TB, opt Options) *Env {
 	if fleet == 0 {
 		fleet = 1000
 	}
-	st := service.Settings{Plans: pc, Clock: e.Clock.Now, PlanHooks: hooks, RateLimit: rl, PreviewRateLimit: opt.PreviewRateLimit,
+	st := service.Settings{Plans: pc, PlanHooks: hooks, RateLimit: rl, PreviewRateLimit: opt.PreviewRateLimit,
 		// The fleet's lease and call timeout of the tests: short enough
 		// that a Redis fault shows quickly.
 		FleetLimit: fleet, FleetLease: 2 * time.Minute, FleetCallTimeout: 150 * time.Millisecond,
@@ -223,7 +236,7 @@ func Setup(t testing.TB, opt Options) *Env {
 	// On the embedded backend, the idempotency records and rate limits are
 	// kept in the process, on the real time as Redis's TIME is on the other
 	// backend: the test clock moves plans, not them.
-	b := service.Backend{DB: e.DB.DB}
+	b := service.Backend{DB: configdb.New(e.DB.DB, e.Clock.Now, dbOpts), Federation: fed}
 	if !embedded {
 		b.Redis, b.Prefix = stores, e.Prefix
 	}
@@ -238,7 +251,7 @@ func Setup(t testing.TB, opt Options) *Env {
 		t.Fatalf("create environment: %v", err)
 	}
 	e.EnvID = env.ID
-	e.Secret = e.Key(plans.AllPermissions()...)
+	e.Secret = e.Key(config.AllPermissions()...)
 	return e
 }
 

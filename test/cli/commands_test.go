@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 )
 
 // TestWhoamiVersionAndConnectionTestOutput checks the human output of
@@ -16,7 +16,7 @@ func TestWhoamiVersionAndConnectionTestOutput(t *testing.T) {
 	h := setup(t)
 	rec := h.recorder(t)
 	viaRec := invocation{env: map[string]string{"KEENAUTH_API_URL": rec.URL}}
-	few := h.Key(plans.PermConfigRead, "connections:write", "apis:read")
+	few := h.Key(config.PermConfigRead, "connections:write", "apis:read")
 
 	whoami := must(t, h.runWith(t, invocation{env: map[string]string{"KEENAUTH_SECRET_KEY": few}}, "whoami"))
 	none := must(t, h.runWith(t, invocation{env: map[string]string{"KEENAUTH_SECRET_KEY": h.Key()}}, "whoami"))

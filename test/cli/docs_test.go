@@ -16,7 +16,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 )
 
 // docBlock returns the lines of the first sh block of a section of
@@ -175,7 +175,7 @@ func TestPullRequestWorkflowRunsLocally(t *testing.T) {
 
 	h := setup(t)
 	var readPerms []string
-	for _, p := range plans.AllPermissions() {
+	for _, p := range config.AllPermissions() {
 		if strings.HasSuffix(p, ":read") {
 			readPerms = append(readPerms, p)
 		}

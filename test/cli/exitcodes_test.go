@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -28,7 +28,7 @@ func TestExitCodes(t *testing.T) {
 	invalid := writeJSON(t, "invalid.json", map[string]any{"connections": map[string]any{"acme": map[string]any{
 		"type": "enterprise", "display_name": "", "active": false,
 		"oidc": map[string]any{"issuer": "http://idp.example", "client_id": "abc", "scopes": []string{"email"}}}}})
-	readOnly := h.Key(plans.PermConfigRead, "connections:read")
+	readOnly := h.Key(config.PermConfigRead, "connections:read")
 
 	cases := []struct {
 		name string

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 )
 
 // environment is a second environment of the harness's API, served at a
@@ -33,7 +33,7 @@ func (h *harness) newEnvironment(t *testing.T, name string) *environment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := h.Plans.CreateKey(context.Background(), env.ID, plans.AllPermissions())
+	k, err := h.Plans.CreateKey(context.Background(), env.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/test/procs"
 	"github.com/keenauth/configplans/test/testdb"
 )
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // readPermissions are those of a support person: every read, no write.
 func readPermissions() []string {
 	var out []string
-	for _, p := range plans.AllPermissions() {
+	for _, p := range config.AllPermissions() {
 		if strings.HasSuffix(p, ":read") {
 			out = append(out, p)
 		}

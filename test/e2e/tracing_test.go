@@ -22,7 +22,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/keenauth/configplans/plans"
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/test/fakefederation"
 )
 
@@ -271,7 +271,7 @@ func (c *tracedCluster) connectionPlan(key string) string {
 func (c *tracedCluster) applyWithSecret(planID, key, secret string, header map[string]string) answer {
 	c.t.Helper()
 	return c.send("POST", applyPath(planID), map[string]any{
-		"resolved_secrets": map[string]any{plans.SecretRef(key): secret}, "sp_host": "login.shop.example"}, header)
+		"resolved_secrets": map[string]any{config.SecretRef(key): secret}, "sp_host": "login.shop.example"}, header)
 }
 
 // logRecords decodes the JSON lines the process logged so far.

@@ -1,9 +1,9 @@
-package plans
+package config
 
 import (
 	"encoding/json"
 	"errors"
-	"github.com/keenauth/configplans/plans/displayname"
+	"github.com/keenauth/configplans/config/displayname"
 	"reflect"
 	"strings"
 	"testing"

@@ -1,6 +1,4 @@
-// Package plans is the configuration domain: the document and its resource
-// types, validation, diffing, planning and applying config plans.
-package plans
+package config
 
 // Kind names a resource type of the configuration.
 type Kind string

@@ -1,14 +1,11 @@
-package plans
+package config
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
-
-	"github.com/keenauth/configplans/configdb"
 )
 
 // Policies are the environment policies of §11. Every policy is optional;
@@ -48,7 +45,7 @@ var hostPatternPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-
 // allowed_callback_hosts is never nil.
 func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 	var p Policies
-	if err := decodeObject(raw, &p); err != nil {
+	if err := DecodeObject(raw, &p); err != nil {
 		return Policies{}, nil, err
 	}
 
@@ -74,8 +71,8 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 				Detail: "A host pattern must be a host name such as portal.shop.example, or *. followed by one."})
 		}
 	}
-	problems = append(problems, duplicateProblems("/allowed_callback_hosts", "", len(p.AllowedCallbackHosts),
-		stringsKey(p.AllowedCallbackHosts))...)
+	problems = append(problems, DuplicateProblems("/allowed_callback_hosts", "", len(p.AllowedCallbackHosts),
+		StringsKey(p.AllowedCallbackHosts))...)
 	return p, problems, nil
 }
 
@@ -146,12 +143,12 @@ func hostAllowed(host string, patterns []string) bool {
 //
 // spec is a canonical spec; a spec that cannot be decoded violates nothing.
 func CheckPolicies(p Policies, kind Kind, spec json.RawMessage, specPointer string) []FieldError {
-	return p.checker()(kind, spec, specPointer)
+	return p.Checker()(kind, spec, specPointer)
 }
 
-// checker returns CheckPolicies for p, its host patterns indexed once for
+// Checker returns CheckPolicies for p, its host patterns indexed once for
 // every resource it checks.
-func (p Policies) checker() func(kind Kind, spec json.RawMessage, specPointer string) []FieldError {
+func (p Policies) Checker() func(kind Kind, spec json.RawMessage, specPointer string) []FieldError {
 	hosts := newHostSet(p.AllowedCallbackHosts)
 	return func(kind Kind, spec json.RawMessage, specPointer string) []FieldError {
 		return p.check(hosts, kind, spec, specPointer)
@@ -165,7 +162,7 @@ func (p Policies) check(hosts hostSet, kind Kind, spec json.RawMessage, specPoin
 	}
 	switch kind {
 	case KindApplication:
-		var s applicationSpec
+		var s ApplicationSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
@@ -182,7 +179,7 @@ func (p Policies) check(hosts hostSet, kind Kind, spec json.RawMessage, specPoin
 			}
 		}
 	case KindIdentitySettings:
-		var s identitySettingsSpec
+		var s IdentitySettingsSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
@@ -191,15 +188,15 @@ func (p Policies) check(hosts hostSet, kind Kind, spec json.RawMessage, specPoin
 			violation("/password_policy/min_length", PolicyMinPasswordLength,
 				fmt.Sprintf("The environment requires passwords of at least %d characters.", *m))
 		}
-		if p.MFARequired && deref(s.MFA) != "required" {
+		if p.MFARequired && Deref(s.MFA) != "required" {
 			violation("/mfa", PolicyMFARequired, `The environment requires mfa to be "required".`)
 		}
 	case KindConnection:
-		var s connectionSpec
+		var s ConnectionSpec
 		if json.Unmarshal(spec, &s) != nil {
 			return nil
 		}
-		if m := p.MinPasswordLength; m != nil && deref(s.Type) == ConnectionDatabase && s.Database != nil {
+		if m := p.MinPasswordLength; m != nil && Deref(s.Type) == ConnectionDatabase && s.Database != nil {
 			minLen := defaultMinPasswordLength
 			if s.Database.MinPasswordLength != nil {
 				minLen = *s.Database.MinPasswordLength
@@ -209,32 +206,10 @@ func (p Policies) check(hosts hostSet, kind Kind, spec json.RawMessage, specPoin
 					fmt.Sprintf("The environment requires passwords of at least %d characters.", *m))
 			}
 		}
-		if p.ForbidSocialConnections && deref(s.Type) == ConnectionSocial && deref(s.Active) {
+		if p.ForbidSocialConnections && Deref(s.Type) == ConnectionSocial && Deref(s.Active) {
 			violation("/active", PolicyForbidSocialConnections,
 				"The environment forbids active social connections.")
 		}
 	}
 	return out
-}
-
-// PutPolicies replaces the policies of an environment.
-func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (Policies, error) {
-	if !ValidID(PrefixEnvironment, envID) {
-		return Policies{}, &Error{Code: CodeNotFound, Detail: "no such environment"}
-	}
-	p, problems, err := DecodePolicies(body)
-	if err != nil {
-		return Policies{}, err
-	}
-	if len(problems) > 0 {
-		return Policies{}, Problems(CodeValidationFailed, problems)
-	}
-	if err := s.requireEnvironment(ctx, envID); err != nil {
-		return Policies{}, err
-	}
-	err = s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.PutPolicies(ctx, envID, mustJSON(p)) })
-	if err != nil {
-		return Policies{}, fmt.Errorf("policies: %w", err)
-	}
-	return p, nil
 }

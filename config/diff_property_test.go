@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func TestDiffAppliesToGeneratedSpecs(t *testing.T) {
 		} else {
 			after = mutate(rng, before) // related: removals, additions, edits in place
 		}
-		b, a := canonicalJSON(before), canonicalJSON(after)
+		b, a := CanonicalJSON(before), CanonicalJSON(after)
 		ops := Diff(b, a)
 		if !checkDiffApplies(t, fmt.Sprintf("DIFF_SEED=%d, case %d: ", seed, i), b, a, ops) {
 			return
@@ -75,7 +75,7 @@ func checkDiffApplies(t *testing.T, context string, before, after json.RawMessag
 				return fail("op %d (%s %s): %v", i, op.Op, op.Path, err)
 			}
 			if !reflect.DeepEqual(cur, mustDecode(op.Old)) {
-				return fail("op %d (%s %s): old %s, but the value there is %s", i, op.Op, op.Path, op.Old, canonicalJSON(cur))
+				return fail("op %d (%s %s): old %s, but the value there is %s", i, op.Op, op.Path, op.Old, CanonicalJSON(cur))
 			}
 		}
 		if op.Op == "replace" {
@@ -89,7 +89,7 @@ func checkDiffApplies(t *testing.T, context string, before, after json.RawMessag
 		}
 	}
 	if want := mustDecode(after); !reflect.DeepEqual(doc, want) {
-		return fail("the ops give %s", canonicalJSON(doc))
+		return fail("the ops give %s", CanonicalJSON(doc))
 	}
 	return true
 }
@@ -414,7 +414,7 @@ func genEnterpriseConnection(rng *rand.Rand) map[string]any {
 // removed, inserted at random places, edited in place, now and then two
 // swapped) and now and then to a scalar member.
 func mutate(rng *rand.Rand, spec map[string]any) map[string]any {
-	out := mustDecode(canonicalJSON(spec)).(map[string]any)
+	out := mustDecode(CanonicalJSON(spec)).(map[string]any)
 	pools := map[string][]any{
 		"callback_urls":       {"https://d.example/cb", "https://e.example/cb"},
 		"connections":         {"okta", "azure"},
@@ -474,7 +474,7 @@ func mutateList(rng *rand.Rand, list, pool []any, edit func(any)) []any {
 	for _, e := range pool {
 		held := slices.ContainsFunc(out, func(x any) bool { return identityOfTestElement(x) == identityOfTestElement(e) })
 		if !held && rng.IntN(2) == 0 {
-			out = slices.Insert(out, rng.IntN(len(out)+1), mustDecode(canonicalJSON(e)))
+			out = slices.Insert(out, rng.IntN(len(out)+1), mustDecode(CanonicalJSON(e)))
 		}
 	}
 	if len(out) > 1 && rng.IntN(8) == 0 {

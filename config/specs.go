@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/keenauth/configplans/plans/displayname"
+	"github.com/keenauth/configplans/config/displayname"
 
 	"github.com/keenauth/configplans/canonjson"
 )
@@ -29,7 +29,7 @@ type environmentSettingsSpec struct {
 	SessionLifetimeHours     *int    `json:"session_lifetime_hours" validate:"required,min=1,max=8760"`
 }
 
-type identitySettingsSpec struct {
+type IdentitySettingsSpec struct {
 	AllowedIdentifiers []string            `json:"allowed_identifiers" validate:"required,min=1,dive,oneof=email username phone"`
 	MFA                *string             `json:"mfa" validate:"required,oneof=off optional required"`
 	PasswordPolicy     *passwordPolicySpec `json:"password_policy" validate:"required"`
@@ -71,11 +71,11 @@ const (
 	ConnectionEnterprise = "enterprise"
 )
 
-// connectionSpec holds exactly one of database, social and oidc, the one
+// ConnectionSpec holds exactly one of database, social and oidc, the one
 // matching its type. An enterprise connection must have the oidc member, but
 // it may be null: null leaves the OIDC material as it is, and stays null in
 // the canonical JSON.
-type connectionSpec struct {
+type ConnectionSpec struct {
 	Active      *bool         `json:"active" validate:"required"`
 	Database    *databaseSpec `json:"database,omitempty"`
 	DisplayName *string       `json:"display_name" validate:"required,min=1,max=128,visible"`
@@ -105,8 +105,8 @@ type oidcSpec struct {
 	Scopes   []string `json:"scopes" validate:"required,min=1,max=100,dive,min=1,max=128,scope_token"`
 }
 
-func (c *connectionSpec) UnmarshalJSON(b []byte) error {
-	type plain connectionSpec
+func (c *ConnectionSpec) UnmarshalJSON(b []byte) error {
+	type plain ConnectionSpec
 	var p plain
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
@@ -116,13 +116,13 @@ func (c *connectionSpec) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	_, p.hasOIDC = members["oidc"]
-	*c = connectionSpec(p)
+	*c = ConnectionSpec(p)
 	return nil
 }
 
-func (c connectionSpec) MarshalJSON() ([]byte, error) {
-	type plain connectionSpec
-	b, err := marshal(plain(c))
+func (c ConnectionSpec) MarshalJSON() ([]byte, error) {
+	type plain ConnectionSpec
+	b, err := Marshal(plain(c))
 	if err != nil || c.OIDC != nil || !c.hasOIDC {
 		return b, err
 	}
@@ -131,7 +131,7 @@ func (c connectionSpec) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	members["oidc"] = json.RawMessage("null")
-	return marshal(members)
+	return Marshal(members)
 }
 
 type apiSpec struct {
@@ -157,7 +157,7 @@ type permissionSpec struct {
 	Scope *string `json:"scope" validate:"required,min=1,max=128"`
 }
 
-type applicationSpec struct {
+type ApplicationSpec struct {
 	APIGrants    []apiGrantSpec `json:"api_grants" validate:"dive"`
 	CallbackURLs []string       `json:"callback_urls" validate:"max=100,dive,max=2048,callback_url"`
 	Connections  []string       `json:"connections" validate:"dive,rkey"`
@@ -185,19 +185,19 @@ func newSpec(kind Kind) (spec, bool) {
 	case KindEnvironmentSettings:
 		return &environmentSettingsSpec{}, true
 	case KindIdentitySettings:
-		return &identitySettingsSpec{}, true
+		return &IdentitySettingsSpec{}, true
 	case KindAttackProtection:
 		return &attackProtectionSpec{}, true
 	case KindBranding, KindApplicationBranding:
 		return &brandingSpec{}, true
 	case KindConnection:
-		return &connectionSpec{}, true
+		return &ConnectionSpec{}, true
 	case KindAPI:
 		return &apiSpec{}, true
 	case KindRole:
 		return &roleSpec{}, true
 	case KindApplication:
-		return &applicationSpec{}, true
+		return &ApplicationSpec{}, true
 	}
 	return nil, false
 }
@@ -213,10 +213,10 @@ func (s *environmentSettingsSpec) rules() []FieldError {
 	return nil
 }
 
-func (s *identitySettingsSpec) normalize() {}
+func (s *IdentitySettingsSpec) normalize() {}
 
-func (s *identitySettingsSpec) rules() []FieldError {
-	return duplicateProblems("/allowed_identifiers", "", len(s.AllowedIdentifiers), stringsKey(s.AllowedIdentifiers))
+func (s *IdentitySettingsSpec) rules() []FieldError {
+	return DuplicateProblems("/allowed_identifiers", "", len(s.AllowedIdentifiers), StringsKey(s.AllowedIdentifiers))
 }
 
 func (s *attackProtectionSpec) normalize() {}
@@ -233,13 +233,13 @@ func (s *brandingSpec) normalize() {
 
 func (s *brandingSpec) rules() []FieldError { return nil }
 
-func (s *connectionSpec) normalize() {
+func (s *ConnectionSpec) normalize() {
 	if s.OIDC != nil && s.OIDC.Scopes == nil {
 		s.OIDC.Scopes = []string{}
 	}
 }
 
-func (s *connectionSpec) rules() []FieldError {
+func (s *ConnectionSpec) rules() []FieldError {
 	var out []FieldError
 	if s.Type != nil {
 		present := map[string]bool{
@@ -273,7 +273,7 @@ func (s *connectionSpec) rules() []FieldError {
 		}
 	}
 	if o := s.OIDC; o != nil && len(o.Scopes) > 0 {
-		out = append(out, duplicateProblems("/oidc/scopes", "", len(o.Scopes), stringsKey(o.Scopes))...)
+		out = append(out, DuplicateProblems("/oidc/scopes", "", len(o.Scopes), StringsKey(o.Scopes))...)
 		hasOpenID := false
 		for _, sc := range o.Scopes {
 			hasOpenID = hasOpenID || sc == "openid"
@@ -293,9 +293,9 @@ func (s *apiSpec) normalize() {
 }
 
 func (s *apiSpec) rules() []FieldError {
-	return duplicateProblems("/scopes", "value", len(s.Scopes), func(i int) (string, bool) {
+	return DuplicateProblems("/scopes", "value", len(s.Scopes), func(i int) (string, bool) {
 		v := s.Scopes[i].Value
-		return deref(v), v != nil
+		return Deref(v), v != nil
 	})
 }
 
@@ -306,13 +306,13 @@ func (s *roleSpec) normalize() {
 }
 
 func (s *roleSpec) rules() []FieldError {
-	return duplicateProblems("/permissions", "", len(s.Permissions), func(i int) (string, bool) {
+	return DuplicateProblems("/permissions", "", len(s.Permissions), func(i int) (string, bool) {
 		p := s.Permissions[i]
-		return deref(p.API) + "\x00" + deref(p.Scope), p.API != nil && p.Scope != nil
+		return Deref(p.API) + "\x00" + Deref(p.Scope), p.API != nil && p.Scope != nil
 	})
 }
 
-func (s *applicationSpec) normalize() {
+func (s *ApplicationSpec) normalize() {
 	if s.APIGrants == nil {
 		s.APIGrants = []apiGrantSpec{}
 	}
@@ -329,21 +329,21 @@ func (s *applicationSpec) normalize() {
 	}
 }
 
-func (s *applicationSpec) rules() []FieldError {
+func (s *ApplicationSpec) rules() []FieldError {
 	var out []FieldError
-	out = append(out, duplicateProblems("/api_grants", "api", len(s.APIGrants), func(i int) (string, bool) {
+	out = append(out, DuplicateProblems("/api_grants", "api", len(s.APIGrants), func(i int) (string, bool) {
 		a := s.APIGrants[i].API
-		return deref(a), a != nil
+		return Deref(a), a != nil
 	})...)
 	for i, g := range s.APIGrants {
-		out = append(out, duplicateProblems(fmt.Sprintf("/api_grants/%d/scopes", i), "", len(g.Scopes), stringsKey(g.Scopes))...)
+		out = append(out, DuplicateProblems(fmt.Sprintf("/api_grants/%d/scopes", i), "", len(g.Scopes), StringsKey(g.Scopes))...)
 	}
-	out = append(out, duplicateProblems("/callback_urls", "", len(s.CallbackURLs), stringsKey(s.CallbackURLs))...)
-	out = append(out, duplicateProblems("/connections", "", len(s.Connections), stringsKey(s.Connections))...)
+	out = append(out, DuplicateProblems("/callback_urls", "", len(s.CallbackURLs), StringsKey(s.CallbackURLs))...)
+	out = append(out, DuplicateProblems("/connections", "", len(s.Connections), StringsKey(s.Connections))...)
 	return out
 }
 
-func deref[T any](p *T) T {
+func Deref[T any](p *T) T {
 	var zero T
 	if p == nil {
 		return zero
@@ -361,12 +361,12 @@ func checkSpec(s spec, prefix string) (json.RawMessage, []FieldError) {
 		problems = append(problems, p)
 	}
 	s.normalize()
-	return canonicalJSON(s), problems
+	return CanonicalJSON(s), problems
 }
 
-// canonicalJSON marshals v without HTML escaping, so URLs keep their & and the
+// CanonicalJSON marshals v without HTML escaping, so URLs keep their & and the
 // bytes are the same wherever a spec is marshalled.
-func canonicalJSON(v any) json.RawMessage {
+func CanonicalJSON(v any) json.RawMessage {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -397,7 +397,7 @@ func DefaultSingletons(envName string) map[Kind]json.RawMessage {
 			DisplayName:          new(name),
 			SessionLifetimeHours: new(168),
 		},
-		KindIdentitySettings: &identitySettingsSpec{
+		KindIdentitySettings: &IdentitySettingsSpec{
 			AllowedIdentifiers: []string{"email"},
 			MFA:                new("optional"),
 			PasswordPolicy:     &passwordPolicySpec{MinLength: new(8), RequireDigits: new(false), RequireSymbols: new(false)},
@@ -412,7 +412,7 @@ func DefaultSingletons(envName string) map[Kind]json.RawMessage {
 	out := make(map[Kind]json.RawMessage, len(specs))
 	for k, s := range specs {
 		s.normalize()
-		out[k] = canonicalJSON(s)
+		out[k] = CanonicalJSON(s)
 	}
 	return out
 }
@@ -446,12 +446,12 @@ func References(kind Kind, key string, raw json.RawMessage) []Reference {
 		}
 		for i, p := range s.Permissions {
 			if p.API != nil {
-				out = append(out, Reference{Kind: KindAPI, Key: *p.API, Scope: deref(p.Scope),
+				out = append(out, Reference{Kind: KindAPI, Key: *p.API, Scope: Deref(p.Scope),
 					Pointer: fmt.Sprintf("/permissions/%d", i)})
 			}
 		}
 	case KindApplication:
-		var s applicationSpec
+		var s ApplicationSpec
 		if json.Unmarshal(raw, &s) != nil {
 			return nil
 		}
@@ -497,14 +497,14 @@ type UniqueValue struct {
 	Key string
 }
 
-// uniqueKey is the part of a UniqueValue that two values are compared on.
-type uniqueKey struct{ Field, Key string }
+// UniqueKey is the part of a UniqueValue that two values are compared on.
+type UniqueKey struct{ Field, Key string }
 
-func (u UniqueValue) compared() uniqueKey { return uniqueKey{u.Field, u.Key} }
+func (u UniqueValue) Compared() UniqueKey { return UniqueKey{u.Field, u.Key} }
 
-// displayNameKey is the stored display_name_key of a spec of kind k: its
+// DisplayNameKey is the stored display_name_key of a spec of kind k: its
 // folded display name when the display name of k is unique, else nil.
-func displayNameKey(k Kind, spec json.RawMessage) *string {
+func DisplayNameKey(k Kind, spec json.RawMessage) *string {
 	if uniqueField(k) != "display_name" {
 		return nil // an api's spec is not scanned for its identifier here
 	}
@@ -541,7 +541,7 @@ func UniqueValues(kind Kind, raw json.RawMessage) []UniqueValue {
 			value = members.Identifier
 		}
 	}
-	v, ok := jsonString(value)
+	v, ok := JSONString(value)
 	if !ok || v == "" {
 		return nil
 	}
@@ -564,10 +564,10 @@ func uniqueField(kind Kind) string {
 	return ""
 }
 
-// jsonString is the string a JSON value holds (ok false for any other
+// JSONString is the string a JSON value holds (ok false for any other
 // value): the bytes between the quotes of a plain token, else what the
 // decoder makes of it.
-func jsonString(value []byte) (string, bool) {
+func JSONString(value []byte) (string, bool) {
 	if len(value) > 0 && value[0] == '"' {
 		if end, plain, ok := canonjson.ScanString(value, 0); ok && plain && end == len(value) {
 			return string(value[1 : end-1]), true
@@ -614,7 +614,7 @@ func topLevelMember(raw []byte, name string) (value json.RawMessage, ok bool) {
 			return nil, false
 		}
 		i = canonjson.SkipSpace(raw, i+1)
-		vEnd, valid := skipValue(raw, i)
+		vEnd, valid := SkipValue(raw, i)
 		if !valid {
 			return nil, false
 		}
@@ -638,11 +638,11 @@ func topLevelMember(raw []byte, name string) (value json.RawMessage, ok bool) {
 	}
 }
 
-// skipValue returns the end of the JSON value at b[i:]: strings skipped
+// SkipValue returns the end of the JSON value at b[i:]: strings skipped
 // with their escapes, objects and arrays by depth, scalars up to the next
 // delimiter. It checks the structure, not every scalar: a value it ends
 // is then decoded by encoding/json, which refuses a malformed one.
-func skipValue(b []byte, i int) (int, bool) {
+func SkipValue(b []byte, i int) (int, bool) {
 	depth := 0
 	for i < len(b) {
 		switch c := b[i]; c {

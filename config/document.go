@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"encoding"
@@ -90,7 +90,7 @@ type docItem struct {
 func documentItems(root *jsonObject, base string) (items []docItem, planned map[Kind]bool, problems, bad []FieldError) {
 	planned = map[Kind]bool{}
 	for _, docKey := range root.keys {
-		ptr := base + "/" + escapeToken(docKey)
+		ptr := base + "/" + EscapeToken(docKey)
 		info, known := LookupDocKey(docKey)
 		if !known {
 			bad = append(bad, FieldError{Pointer: ptr, Code: CodeUnknownField,
@@ -121,7 +121,7 @@ func documentItems(root *jsonObject, base string) (items []docItem, planned map[
 		}
 		planned[info.Kind] = true
 		for _, key := range byKey.keys {
-			kptr := ptr + "/" + escapeToken(key)
+			kptr := ptr + "/" + EscapeToken(key)
 			if !keyPattern.MatchString(key) {
 				problems = append(problems, FieldError{Pointer: kptr, Code: CodeInvalid,
 					Detail: "A key must be 1 to 63 lowercase letters, digits or hyphens, starting with a letter or digit."})
@@ -186,12 +186,12 @@ func documentOf(items []docItem, planned map[Kind]bool) (*Document, []FieldError
 func duplicateValueProblems(doc *Document, pointers map[Kind]map[string]string) []FieldError {
 	var out []FieldError
 	for _, kind := range doc.Types {
-		holders := map[uniqueKey]string{}
+		holders := map[UniqueKey]string{}
 		for _, e := range doc.Entries[kind] {
 			for _, uv := range UniqueValues(kind, e.Spec) {
-				first, taken := holders[uv.compared()]
+				first, taken := holders[uv.Compared()]
 				if !taken {
-					holders[uv.compared()] = e.Key
+					holders[uv.Compared()] = e.Key
 					continue
 				}
 				out = append(out, FieldError{
@@ -218,9 +218,9 @@ func badRequest(bad []FieldError) *Error {
 	return Problems(code, bad)
 }
 
-// escapeToken is PointerEscape without its cost for the usual token, which
+// EscapeToken is PointerEscape without its cost for the usual token, which
 // needs no escaping.
-func escapeToken(s string) string {
+func EscapeToken(s string) string {
 	if !strings.ContainsAny(s, "~/") {
 		return s
 	}
@@ -426,14 +426,14 @@ func unmarshalTree(tree *jsonObject, s spec) error {
 
 func specType(s spec) reflect.Type { return reflect.TypeOf(s).Elem() }
 
-// decodeObject decodes raw, which must be one JSON object of the members of
+// DecodeObject decodes raw, which must be one JSON object of the members of
 // *v, into v, as the public endpoints decode their bodies: the body as a
 // whole as a plan creation's (not an object, data after it, a repeated
 // member), then its members as a document's (every unknown member, names
 // matched exactly, never case-insensitively; every value of the wrong JSON
 // type). Those problems come back as an *Error, malformed_request or
 // unknown_field, with the same pointers.
-func decodeObject[T any](raw []byte, v *T) error {
+func DecodeObject[T any](raw []byte, v *T) error {
 	var top map[string]json.RawMessage
 	if err := StrictObject(raw, &top); err != nil {
 		return err

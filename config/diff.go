@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"bytes"
@@ -52,10 +52,10 @@ func (d DiffOp) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// appendDiffOp appends the JSON of op as its MarshalJSON writes it, with
+// AppendDiffOp appends the JSON of op as its MarshalJSON writes it, with
 // old and value copied as they are (valid JSON, as Diff makes them) and
 // strings not HTML-escaped.
-func appendDiffOp(b []byte, op DiffOp) []byte {
+func AppendDiffOp(b []byte, op DiffOp) []byte {
 	b = append(b, `{"op":`...)
 	b = canonjson.AppendString(b, op.Op)
 	b = append(b, `,"path":`...)
@@ -66,7 +66,7 @@ func appendDiffOp(b []byte, op DiffOp) []byte {
 	}
 	if op.Op != "remove" {
 		b = append(b, `,"value":`...)
-		b = appendRaw(b, op.Value)
+		b = canonjson.AppendRaw(b, op.Value)
 	}
 	return append(b, '}')
 }
@@ -89,8 +89,8 @@ func Diff(before, after json.RawMessage) []DiffOp {
 	if len(before) > 0 && bytes.Equal(before, after) {
 		return []DiffOp{} // the same bytes hold the same value
 	}
-	b, bOK := canonicalForDiff(before)
-	a, aOK := canonicalForDiff(after)
+	b, bOK := CanonicalForDiff(before)
+	a, aOK := CanonicalForDiff(after)
 	if b == nil && a == nil {
 		ops := []DiffOp{}
 		if (!bOK || !aOK) && !bytes.Equal(bytes.TrimSpace(before), bytes.TrimSpace(after)) {
@@ -99,12 +99,12 @@ func Diff(before, after json.RawMessage) []DiffOp {
 		}
 		return ops
 	}
-	return diffCanonical(b, a)
+	return DiffCanonical(b, a)
 }
 
-// diffCanonical is Diff of two specs in canonical form, nil for an absent
+// DiffCanonical is Diff of two specs in canonical form, nil for an absent
 // one.
-func diffCanonical(before, after []byte) []DiffOp {
+func DiffCanonical(before, after []byte) []DiffOp {
 	ops := []DiffOp{}
 	switch {
 	case before == nil && after == nil:
@@ -117,10 +117,10 @@ func diffCanonical(before, after []byte) []DiffOp {
 	return diffValues(ops, "", shapes, before, after)
 }
 
-// canonicalForDiff is a spec in canonical form, nil for an absent one (no
+// CanonicalForDiff is a spec in canonical form, nil for an absent one (no
 // bytes, or JSON null); ok is false for bytes that are not JSON, which
 // encoding/json decides when the scan of canonjson cannot.
-func canonicalForDiff(raw json.RawMessage) (_ []byte, ok bool) {
+func CanonicalForDiff(raw json.RawMessage) (_ []byte, ok bool) {
 	switch {
 	case canonjson.IsCanonical(raw):
 	case len(bytes.TrimSpace(raw)) == 0:
@@ -132,7 +132,7 @@ func canonicalForDiff(raw json.RawMessage) (_ []byte, ok bool) {
 			if !ok || v == nil {
 				return nil, ok
 			}
-			out = canonicalJSON(v)
+			out = CanonicalJSON(v)
 		}
 		raw = out
 	}

@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"encoding/json"
@@ -31,7 +31,7 @@ func TestRevertGivesTheSpecADiffStartedFrom(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			after = gen(rng)
 		}
-		b, a := canonicalJSON(before), canonicalJSON(after)
+		b, a := CanonicalJSON(before), CanonicalJSON(after)
 		ops := Diff(b, a)
 		got, ok := Revert(a, ops)
 		if !ok || !reflect.DeepEqual(mustDecode(got), mustDecode(b)) {

@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
-	"github.com/keenauth/configplans/plans/displayname"
+	"github.com/keenauth/configplans/config/displayname"
 )
 
 // keyPattern is the form of a resource key.
@@ -44,7 +44,7 @@ func newSpecValidator() *validator.Validate {
 		"scope_token":  isScopeToken,
 		"callback_url": isCallbackURL,
 		"visible":      isVisibleText,
-		"public_host":  isPublicHostURL,
+		"public_host":  IsPublicHostURL,
 	}
 	for tag, ok := range custom {
 		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool {
@@ -216,7 +216,7 @@ func problemDetail(fe validator.FieldError) string {
 	case "abs_uri":
 		return fmt.Sprintf("%s must be an absolute URI.", f)
 	case "public_host":
-		return internalHostDetail
+		return InternalHostDetail
 	case "scope_token":
 		return fmt.Sprintf("%s must be printable ASCII without spaces, quotes or backslashes.", f)
 	case "callback_url":
@@ -257,9 +257,9 @@ func duplicates(n int, key func(i int) (string, bool)) []int {
 	return out
 }
 
-// duplicateProblems reports every repeated item of a list at
+// DuplicateProblems reports every repeated item of a list at
 // listPointer/<index>[/member].
-func duplicateProblems(listPointer, member string, n int, key func(i int) (string, bool)) []FieldError {
+func DuplicateProblems(listPointer, member string, n int, key func(i int) (string, bool)) []FieldError {
 	var out []FieldError
 	for _, i := range duplicates(n, key) {
 		ptr := fmt.Sprintf("%s/%d", listPointer, i)
@@ -274,6 +274,6 @@ func duplicateProblems(listPointer, member string, n int, key func(i int) (strin
 	return out
 }
 
-func stringsKey(list []string) func(int) (string, bool) {
+func StringsKey(list []string) func(int) (string, bool) {
 	return func(i int) (string, bool) { return list[i], true }
 }

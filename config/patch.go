@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ func Revert(after json.RawMessage, ops []DiffOp) (before json.RawMessage, ok boo
 	}
 	for i := len(ops) - 1; i >= 0; i-- {
 		op := ops[i]
-		tokens, err := splitPointer(op.Path)
+		tokens, err := SplitPointer(op.Path)
 		if err != nil {
 			return nil, false
 		}
@@ -52,12 +52,12 @@ func Revert(after json.RawMessage, ops []DiffOp) (before json.RawMessage, ok boo
 	if doc == nil {
 		return nil, true
 	}
-	return canonicalJSON(doc), true
+	return CanonicalJSON(doc), true
 }
 
-// splitPointer splits an RFC 6901 pointer into its unescaped tokens; ""
+// SplitPointer splits an RFC 6901 pointer into its unescaped tokens; ""
 // is the whole document (no token).
-func splitPointer(p string) ([]string, error) {
+func SplitPointer(p string) ([]string, error) {
 	if p == "" {
 		return nil, nil
 	}

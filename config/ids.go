@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"crypto/rand"
@@ -50,8 +50,8 @@ func ValidID(prefix, s string) bool {
 	return true
 }
 
-// randomBase32 returns n random lowercase Crockford base32 characters.
-func randomBase32(n int) string {
+// RandomBase32 returns n random lowercase Crockford base32 characters.
+func RandomBase32(n int) string {
 	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {

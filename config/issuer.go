@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"strings"
@@ -14,16 +14,16 @@ import (
 // DNS can point a public name inside, so the federation service must also
 // check the address it actually connects to (README, "Security").
 
-// internalHostDetail is the detail of an issuer refused by publicHost.
-const internalHostDetail = "issuer must name a public host: internal addresses are not allowed " +
+// InternalHostDetail is the detail of an issuer refused by publicHost.
+const InternalHostDetail = "issuer must name a public host: internal addresses are not allowed " +
 	"(an IP address in any form, localhost, a single-label name, or a name under .internal, .local or .localhost)."
 
 // internalSuffixes are the DNS names that only resolve inside a network.
 var internalSuffixes = []string{".internal", ".local", ".localhost"}
 
-// isPublicHostURL reports whether the host of the web URL s is a public DNS
+// IsPublicHostURL reports whether the host of the web URL s is a public DNS
 // name. A URL that does not parse passes: the https_url check refuses it.
-func isPublicHostURL(s string) bool {
+func IsPublicHostURL(s string) bool {
 	u, ok := parseWebURL(s)
 	if !ok {
 		return true

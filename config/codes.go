@@ -1,4 +1,4 @@
-package plans
+package config
 
 // Code is a stable code of the contract: the code of a problem (Error), of
 // one of its field problems (FieldError) or of a plan's warning. Clients

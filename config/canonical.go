@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"bytes"
@@ -7,21 +7,21 @@ import (
 	"github.com/keenauth/configplans/canonjson"
 )
 
-// mustJSON encodes a value the package built itself.
+// MustJSON encodes a value the package built itself.
 // Like every JSON the package writes, it leaves <, > and & as they are:
 // json.Marshal would write them as \u003c, \u003e and \u0026, and a spec
 // stored in that form would no longer be byte-equal to the same spec
 // planned again.
-func mustJSON(v any) []byte {
-	b, err := marshal(v)
+func MustJSON(v any) []byte {
+	b, err := Marshal(v)
 	if err != nil {
 		panic(err)
 	}
 	return b
 }
 
-// marshal is json.Marshal without HTML escaping.
-func marshal(v any) ([]byte, error) {
+// Marshal is json.Marshal without HTML escaping.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -31,10 +31,10 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// canonical re-encodes a JSON value with sorted object keys and no spacing,
+// Canonical re-encodes a JSON value with sorted object keys and no spacing,
 // so equal values compare equal byte for byte: by one scan (canonjson), and
 // by a decode and an encode for what the scan leaves to encoding/json.
-func canonical(raw []byte) json.RawMessage {
+func Canonical(raw []byte) json.RawMessage {
 	if raw == nil {
 		return nil
 	}
@@ -53,6 +53,6 @@ func canonical(raw []byte) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, _ := marshal(v)
+	b, _ := Marshal(v)
 	return b
 }

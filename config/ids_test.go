@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"math/rand/v2"

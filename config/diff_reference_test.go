@@ -1,4 +1,4 @@
-package plans
+package config
 
 import (
 	"bytes"
@@ -40,9 +40,9 @@ func referenceDiff(before, after json.RawMessage) []DiffOp {
 		}
 		return ops
 	case b == nil:
-		return append(ops, DiffOp{Op: "add", Path: "", Value: canonicalJSON(a)})
+		return append(ops, DiffOp{Op: "add", Path: "", Value: CanonicalJSON(a)})
 	case a == nil:
-		return append(ops, DiffOp{Op: "remove", Path: "", Old: canonicalJSON(b)})
+		return append(ops, DiffOp{Op: "remove", Path: "", Old: CanonicalJSON(b)})
 	}
 	return refDiffValues(ops, "", "", b, a)
 }
@@ -85,7 +85,7 @@ func refMembersIdentity(members ...string) refElementIdentity {
 				return "", false
 			}
 		}
-		return string(canonicalJSON(values)), true
+		return string(CanonicalJSON(values)), true
 	}
 }
 
@@ -103,7 +103,7 @@ func refDiffValues(ops []DiffOp, path, shape string, before, after any) []DiffOp
 	ao, aIsObj := after.(map[string]any)
 	if !bIsObj || !aIsObj {
 		if !reflect.DeepEqual(before, after) {
-			ops = append(ops, DiffOp{Op: "replace", Path: path, Old: canonicalJSON(before), Value: canonicalJSON(after)})
+			ops = append(ops, DiffOp{Op: "replace", Path: path, Old: CanonicalJSON(before), Value: CanonicalJSON(after)})
 		}
 		return ops
 	}
@@ -123,9 +123,9 @@ func refDiffValues(ops []DiffOp, path, shape string, before, after any) []DiffOp
 		av, inA := ao[k]
 		switch {
 		case !inA:
-			ops = append(ops, DiffOp{Op: "remove", Path: p, Old: canonicalJSON(bv)})
+			ops = append(ops, DiffOp{Op: "remove", Path: p, Old: CanonicalJSON(bv)})
 		case !inB:
-			ops = append(ops, DiffOp{Op: "add", Path: p, Value: canonicalJSON(av)})
+			ops = append(ops, DiffOp{Op: "add", Path: p, Value: CanonicalJSON(av)})
 		default:
 			ops = refDiffValues(ops, p, shape+"/"+PointerEscape(k), bv, av)
 		}
@@ -148,7 +148,7 @@ func refDiffArray(ops []DiffOp, path, shape string, before, after []any, identit
 		if reflect.DeepEqual(before, after) {
 			return ops
 		}
-		return append(ops, DiffOp{Op: "replace", Path: path, Old: canonicalJSON(before), Value: canonicalJSON(after)})
+		return append(ops, DiffOp{Op: "replace", Path: path, Old: CanonicalJSON(before), Value: CanonicalJSON(after)})
 	}
 	bIDs, bIndex, ok := refIdentities(before, identity)
 	if !ok {
@@ -174,7 +174,7 @@ func refDiffArray(ops []DiffOp, path, shape string, before, after []any, identit
 	}
 	for i := len(before) - 1; i >= 0; i-- {
 		if _, kept := aIndex[bIDs[i]]; !kept {
-			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + strconv.Itoa(i), Old: canonicalJSON(before[i])})
+			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + strconv.Itoa(i), Old: CanonicalJSON(before[i])})
 		}
 	}
 	for i, id := range keptBefore {
@@ -182,7 +182,7 @@ func refDiffArray(ops []DiffOp, path, shape string, before, after []any, identit
 	}
 	for i, id := range aIDs {
 		if _, kept := bIndex[id]; !kept {
-			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: canonicalJSON(after[i])})
+			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: CanonicalJSON(after[i])})
 		}
 	}
 	return ops
@@ -240,7 +240,7 @@ func TestDiffAgreesWithTheDiffOfDecodedValues(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			after = gen(rng)
 		}
-		b, a := canonicalJSON(before), canonicalJSON(after)
+		b, a := CanonicalJSON(before), CanonicalJSON(after)
 		ctx := fmt.Sprintf("case %d: ", i)
 		if !checkSameDiff(t, ctx, b, a) || !checkSameDiff(t, ctx, a, b) ||
 			!checkSameDiff(t, ctx, spaced(b), a) || !checkSameDiff(t, ctx, b, spaced(a)) {
@@ -309,7 +309,7 @@ func spaced(b []byte) []byte {
 				if i > 0 {
 					out.WriteString(", ")
 				}
-				out.Write(canonicalJSON(k))
+				out.Write(CanonicalJSON(k))
 				out.WriteString(": ")
 				write(x[k])
 			}
@@ -324,7 +324,7 @@ func spaced(b []byte) []byte {
 			}
 			out.WriteByte(']')
 		default:
-			out.Write(canonicalJSON(x))
+			out.Write(CanonicalJSON(x))
 		}
 	}
 	write(mustDecode(b))
@@ -351,13 +351,13 @@ func benchSpecs() (before, now []byte) {
 		return map[string]any{"identifier": "https://api.bench.example/api-00001", "display_name": "Bench API api-00001",
 			"scopes": scopes, "token_lifetime_seconds": json.Number("3600")}
 	}
-	return canonicalJSON(spec(1)), spaced(canonicalJSON(spec(2)))
+	return CanonicalJSON(spec(1)), spaced(CanonicalJSON(spec(2)))
 }
 
 func BenchmarkDiffReference(b *testing.B) {
 	before, now := benchSpecs()
 	for b.Loop() {
-		_ = referenceDiff(canonical(now), before)
+		_ = referenceDiff(Canonical(now), before)
 	}
 }
 
@@ -372,8 +372,8 @@ func BenchmarkDiff(b *testing.B) {
 // canonical api specs whose first scope's description differs.
 func BenchmarkDiffCanonical(b *testing.B) {
 	before, now := benchSpecs()
-	now = canonical(now)
+	now = Canonical(now)
 	for b.Loop() {
-		_ = diffCanonical(now, before)
+		_ = DiffCanonical(now, before)
 	}
 }

@@ -1,8 +1,9 @@
-package plans
+package config
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -29,4 +30,12 @@ func CheckText(body []byte) error {
 			return &Error{Code: CodeMalformedRequest, Detail: `a string of the request body holds a NUL character (\u0000), which cannot be stored`}
 		}
 	}
+}
+
+// QuoteShort quotes a value for a detail, cut to 40 characters.
+func QuoteShort(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return fmt.Sprintf("%q", s)
 }
