@@ -42,3 +42,20 @@ func (r Reader) LoadAPIKey(ctx context.Context, envID, id string) (*APIKey, erro
 	}
 	return &row, nil
 }
+
+// APIKeyOwners reads the owners of the keys ids of an environment, by key
+// id; a key without owner, or that does not exist, is absent.
+func (r Reader) APIKeyOwners(ctx context.Context, envID string, ids []string) (map[string]*string, error) {
+	out := map[string]*string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []APIKey
+	if err := r.q(ctx).Select("id", "owner").Where("environment_id = ? AND id IN ? AND owner IS NOT NULL", envID, ids).Find(&rows).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	for _, k := range rows {
+		out[k.ID] = k.Owner
+	}
+	return out, nil
+}

@@ -21,6 +21,8 @@ type APIKey struct {
 	Permissions   JSON
 	CreatedAt     time.Time
 	RevokedAt     *time.Time
+	// Owner names who the key is for (§17); nil when none was given.
+	Owner *string
 }
 
 // Resource is one stored resource of a configuration.
@@ -68,6 +70,7 @@ type PlanRow struct {
 	AppliedAt              *time.Time
 	RevisionID             *string
 	CreatedBy              string
+	CreatedByOwner         *string
 	LeaseToken             string
 	LeaseUntil             *time.Time
 	AppliedBy              *string

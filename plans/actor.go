@@ -14,6 +14,8 @@ type Actor struct {
 	RequestID     string
 	// KeyCreatedAt is when the API key was created (GET /v1/api-keys/current).
 	KeyCreatedAt time.Time
+	// Owner is who the API key is for (§17), nil when it names no one.
+	Owner *string
 }
 
 // CurrentKey is the API key of a request as GET /v1/api-keys/current
@@ -24,6 +26,7 @@ type CurrentKey struct {
 	EnvironmentID string   `json:"environment_id"`
 	Permissions   []string `json:"permissions"`
 	CreatedAt     Time     `json:"created_at"`
+	Owner         *string  `json:"owner"`
 }
 
 // CurrentKey describes the actor's API key, its permissions sorted. Any
@@ -36,7 +39,7 @@ func (a Actor) CurrentKey() CurrentKey {
 		}
 	}
 	slices.Sort(perms)
-	return CurrentKey{ID: a.APIKeyID, Object: "api_key", EnvironmentID: a.EnvironmentID, Permissions: perms, CreatedAt: Time(a.KeyCreatedAt)}
+	return CurrentKey{ID: a.APIKeyID, Object: "api_key", EnvironmentID: a.EnvironmentID, Permissions: perms, CreatedAt: Time(a.KeyCreatedAt), Owner: a.Owner}
 }
 
 // Can reports whether the actor holds every permission of perms.

@@ -32,6 +32,10 @@ type CreatedKey struct {
 // 32 random characters (160 bits): authentication finds the key by its
 // primary key, then compares a SHA-256 of the whole secret in constant time.
 func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (CreatedKey, error) {
+	return s.createKey(ctx, envID, perms, nil)
+}
+
+func (s *Service) createKey(ctx context.Context, envID string, perms []string, owner *string) (CreatedKey, error) {
 	known := map[string]bool{}
 	for _, p := range config.AllPermissions() {
 		known[p] = true
@@ -52,7 +56,7 @@ func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (
 	id := config.NewID(config.PrefixAPIKey)
 	secret := SecretPrefix + strings.TrimPrefix(envID, config.PrefixEnvironment) + strings.TrimPrefix(id, config.PrefixAPIKey) + config.RandomBase32(32)
 	sum := sha256.Sum256([]byte(secret))
-	row := configdb.APIKey{EnvironmentID: envID, ID: id, SecretHash: sum[:], Permissions: config.MustJSON(sortedUnique(perms))}
+	row := configdb.APIKey{EnvironmentID: envID, ID: id, SecretHash: sum[:], Permissions: config.MustJSON(sortedUnique(perms)), Owner: owner}
 	if err := s.db.Write(ctx, func(tx *configdb.Tx) error { return tx.CreateAPIKey(ctx, &row) }); err != nil {
 		return CreatedKey{}, err
 	}
@@ -140,7 +144,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error
 			}
 			return Actor{}, err
 		}
-		k = cachedKey{envID: row.EnvironmentID, secretHash: row.SecretHash, createdAt: row.CreatedAt, revoked: row.RevokedAt != nil,
+		k = cachedKey{envID: row.EnvironmentID, secretHash: row.SecretHash, createdAt: row.CreatedAt, owner: row.Owner, revoked: row.RevokedAt != nil,
 			readAt: time.Now()}
 		var perms []string
 		if err := json.Unmarshal(row.Permissions, &perms); err != nil {
@@ -153,5 +157,5 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error
 	if k.envID != envID || subtle.ConstantTimeCompare(sum[:], k.secretHash) != 1 || k.revoked {
 		return Actor{}, ErrUnauthenticated
 	}
-	return Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: k.perms, KeyCreatedAt: k.createdAt}, nil
+	return Actor{EnvironmentID: envID, APIKeyID: keyID, Permissions: k.perms, KeyCreatedAt: k.createdAt, Owner: k.owner}, nil
 }

@@ -30,7 +30,7 @@ func (p *Plan) AppendJSON(b []byte) []byte {
 // and created_by null, the last two after the other members.
 func (p PlanPreview) AppendJSON(b []byte) []byte {
 	if p.Plan == nil {
-		return append(b, `{"id":null,"expires_at":null,"created_by":null}`...)
+		return append(b, `{"id":null,"expires_at":null,"created_by":null,"created_by_owner":null}`...)
 	}
 	return p.appendJSON(b, true)
 }
@@ -111,13 +111,15 @@ func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 	if !preview {
 		b = append(b, `,"created_by":`...)
 		b = canonjson.AppendString(b, p.CreatedBy)
+		b = append(b, `,"created_by_owner":`...)
+		b = appendStringPtr(b, p.CreatedByOwner)
 	}
 	b = append(b, `,"rebased_from":`...)
 	b = appendStringPtr(b, p.RebasedFrom)
 	b = append(b, `,"moved":`...)
 	b = p.Moved.appendJSON(b)
 	if preview {
-		b = append(b, `,"expires_at":null,"created_by":null`...)
+		b = append(b, `,"expires_at":null,"created_by":null,"created_by_owner":null`...)
 	}
 	return append(b, '}')
 }

@@ -21,6 +21,8 @@ type Event struct {
 // EventActor identifies who caused an event.
 type EventActor struct {
 	APIKeyID string `json:"api_key_id"`
+	// Owner is who the key is for (§17), null when it names no one.
+	Owner *string `json:"owner"`
 }
 
 // recordEvent adds an event, caused by a, to a plan's history.
@@ -48,9 +50,17 @@ func (s *Service) ListEvents(ctx context.Context, a Actor, planID string, lp Lis
 	if err != nil {
 		return Page[Event]{}, err
 	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.APIKeyID
+	}
+	actors, err := s.actorsOf(ctx, a.EnvironmentID, ids)
+	if err != nil {
+		return Page[Event]{}, err
+	}
 	evs := make([]Event, len(rows))
 	for i, r := range rows {
-		evs[i] = Event{ID: r.ID, Type: r.Type, CreatedAt: Time(r.CreatedAt), Actor: EventActor{r.APIKeyID}, RequestID: r.RequestID}
+		evs[i] = Event{ID: r.ID, Type: r.Type, CreatedAt: Time(r.CreatedAt), Actor: actors[r.APIKeyID], RequestID: r.RequestID}
 		_ = json.Unmarshal(r.Data, &evs[i].Data)
 	}
 	return page(evs, lp.Limit, func(e Event) string { return e.ID }), nil

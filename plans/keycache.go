@@ -35,6 +35,7 @@ type cachedKey struct {
 	// nothing writes to an Actor's Permissions.
 	perms     map[string]bool
 	createdAt time.Time
+	owner     *string
 	revoked   bool
 	readAt    time.Time // time.Now(), monotonic: the injected clock may jump
 }

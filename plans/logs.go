@@ -35,9 +35,17 @@ func (s *Service) ListLogs(ctx context.Context, a Actor, typ string, lp ListPara
 	if err != nil {
 		return Page[LogEntry]{}, err
 	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.APIKeyID
+	}
+	actors, err := s.actorsOf(ctx, a.EnvironmentID, ids)
+	if err != nil {
+		return Page[LogEntry]{}, err
+	}
 	out := make([]LogEntry, len(rows))
 	for i, r := range rows {
-		out[i] = LogEntry{ID: r.ID, Type: r.Type, CreatedAt: Time(r.CreatedAt), Actor: EventActor{r.APIKeyID}, RequestID: r.RequestID,
+		out[i] = LogEntry{ID: r.ID, Type: r.Type, CreatedAt: Time(r.CreatedAt), Actor: actors[r.APIKeyID], RequestID: r.RequestID,
 			PlanID: r.PlanID, RevisionID: r.RevisionID, Data: json.RawMessage(config.Canonical(r.Data))}
 	}
 	return page(out, lp.Limit, func(e LogEntry) string { return e.ID }), nil

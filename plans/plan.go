@@ -116,6 +116,8 @@ type Plan struct {
 	AppliedAt        *Time         `json:"applied_at"`
 	RevisionID       *string       `json:"revision_id"`
 	CreatedBy        string        `json:"created_by"`
+	// CreatedByOwner is the owner of the key that created the plan (§17).
+	CreatedByOwner *string `json:"created_by_owner"`
 	// RebasedFrom is the plan a rebase was made from (nil: not a rebase),
 	// and Moved what had moved since that plan was computed.
 	RebasedFrom *string   `json:"rebased_from"`
@@ -147,8 +149,9 @@ func (p PlanPreview) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		ID *string `json:"id"`
 		*plain
-		ExpiresAt *Time   `json:"expires_at"`
-		CreatedBy *string `json:"created_by"`
+		ExpiresAt      *Time   `json:"expires_at"`
+		CreatedBy      *string `json:"created_by"`
+		CreatedByOwner *string `json:"created_by_owner"`
 	}{plain: (*plain)(p.Plan)})
 }
 
@@ -186,7 +189,7 @@ func resourceRef(kind config.Kind, key string) string { return string(kind) + "/
 func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 	p := &Plan{ID: r.ID, Object: "config_plan", EnvironmentID: r.EnvironmentID, Status: effectiveStatus(r, s.now()),
 		Prune: r.Prune, RequiresSPHost: r.RequiresSPHost, CreatedAt: Time(r.CreatedAt), ExpiresAt: Time(r.ExpiresAt),
-		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy,
+		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy, CreatedByOwner: r.CreatedByOwner,
 		storedStatus: r.Status, keyFingerprint: r.IdempotencyFingerprint, RebasedFrom: r.RebasedFrom}
 	if p.Status != StatusApplied {
 		// A plan with OIDC material shows its revision only once the

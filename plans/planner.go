@@ -314,7 +314,7 @@ func (s *Service) buildPlan(now time.Time, a Actor, ps *planState, recent map[st
 	p := &Plan{ID: config.NewID(config.PrefixPlan), Object: "config_plan", EnvironmentID: a.EnvironmentID, Status: StatusPlanned,
 		Prune: ps.prune, Types: sortedKindNames(ps.planned), ReferencingTypes: sortedKindNames(ps.refTypes),
 		Warnings: []Warning{}, RequiredSecrets: []string{}, CreatedAt: Time(now), ExpiresAt: Time(now.Add(s.cfg.PlanTTL)),
-		CreatedBy: a.APIKeyID, versions: map[string]int{}, fingerprints: map[config.Kind]int64{}, Changes: []Change{}}
+		CreatedBy: a.APIKeyID, CreatedByOwner: a.Owner, versions: map[string]int{}, fingerprints: map[config.Kind]int64{}, Changes: []Change{}}
 	for _, k := range append(slices.Clone(ps.planned), ps.refTypes...) {
 		p.fingerprints[k] = ps.gens[k]
 	}
@@ -469,7 +469,7 @@ func newPlanRow(p *Plan) *configdb.PlanRow {
 		Types: config.MustJSON(p.Types), TypeSet: typeSet(p.Types), ReferencingTypes: config.MustJSON(p.ReferencingTypes), Changes: changes,
 		Warnings: config.MustJSON(p.Warnings), RequiredSecrets: config.MustJSON(p.RequiredSecrets), RequiresSPHost: p.RequiresSPHost,
 		Summary: config.MustJSON(p.Summary), Versions: config.MustJSON(p.versions), Fingerprints: config.MustJSON(p.fingerprints),
-		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy, RebasedFrom: p.RebasedFrom}
+		CreatedAt: time0(p.CreatedAt), ExpiresAt: time0(p.ExpiresAt), CreatedBy: p.CreatedBy, CreatedByOwner: p.CreatedByOwner, RebasedFrom: p.RebasedFrom}
 	if p.RebasedFrom != nil {
 		row.Moved = config.MustJSON(p.Moved)
 	}

@@ -60,8 +60,19 @@ func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
 	pc.AuthCacheTTL = 0
 	svc := plans.NewService(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, pc, nil, plans.Hooks{})
 	a, err := svc.Authenticate(context.Background(), key.Secret)
-	if err != nil || a.EnvironmentID != env.ID || !a.Can([]string{"config:read", "connections:read"}) || a.Can([]string{"config:write"}) {
+	if err != nil || a.EnvironmentID != env.ID || !a.Can([]string{"config:read", "connections:read"}) || a.Can([]string{"config:write"}) || a.Owner != nil {
 		t.Fatalf("the new key authenticates as %+v, %v", a, err)
+	}
+	// --owner records who the key is for (§17); 200 characters are allowed.
+	owner := "ana@shop.example " + strings.Repeat("é", 183)
+	out, err = runCmd(t, db, "key", "create", "--env", env.ID, "--permissions", "config:read", "--owner", owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owned struct{ ID, Secret string }
+	_ = json.Unmarshal([]byte(out), &owned)
+	if a, err := svc.Authenticate(context.Background(), owned.Secret); err != nil || a.Owner == nil || *a.Owner != owner {
+		t.Fatalf("the key created with --owner authenticates as %+v, %v", a, err)
 	}
 	if _, err := runCmd(t, db, "key", "revoke", key.ID); err != nil {
 		t.Fatal(err)
@@ -112,6 +123,10 @@ func TestAdminCommandsRefuseBadInput(t *testing.T) {
 		{[]string{"key", "create", "--env", env.ID}, 2, "--permissions"},
 		{[]string{"key", "create", "--env", env.ID, "--permissions", "config:read,nope:write"}, 1, `unknown permission "nope:write"`},
 		{[]string{"key", "create", "--env", "env_01hzzzzzzzzzzzzzzzzzzzzzzz", "--permissions", "config:read"}, 1, "not found"},
+		{[]string{"key", "create", "--env", env.ID, "--permissions", "config:read", "--owner", ""}, 2, "the owner is empty"},
+		{[]string{"key", "create", "--env", env.ID, "--permissions", "config:read", "--owner", strings.Repeat("é", 201)}, 2, "201 characters"},
+		{[]string{"key", "create", "--env", env.ID, "--permissions", "config:read", "--owner", "ana\n@shop.example"}, 2, "U+000A"},
+		{[]string{"key", "create", "--env", env.ID, "--permissions", "config:read", "--owner", "ana\x7f"}, 2, "U+007F"},
 		{[]string{"key", "revoke"}, 2, "KEY_ID"},
 		{[]string{"key", "revoke", "key_01hzzzzzzzzzzzzzzzzzzzzzzz"}, 1, "not found"},
 		{[]string{"key", "revoke", "key_01hzzzzzzzzzzzzzzzzzzzzzzz", "key_01hzzzzzzzzzzzzzzzzzzzzzzy"}, 2, "KEY_ID"},

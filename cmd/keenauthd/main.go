@@ -4,7 +4,7 @@
 //	keenauthd dev [--data DIR] [--listen ADDR]   the whole product in one process on embedded storage
 //	keenauthd migrate                    apply the database migrations
 //	keenauthd env create --name N        create an environment → {"id"}
-//	keenauthd key create --env ID --permissions a,b   → {"id", "secret"} (shown once)
+//	keenauthd key create --env ID --permissions a,b [--owner TEXT] → {"id", "secret"} (shown once)
 //	keenauthd key revoke ID [--env ENV_ID]
 package main
 
@@ -43,7 +43,7 @@ const usage = `usage:
   keenauthd dev [--data DIR] [--listen ADDR]
   keenauthd migrate
   keenauthd env create --name NAME
-  keenauthd key create --env ENV_ID --permissions PERM[,PERM…]
+  keenauthd key create --env ENV_ID --permissions PERM[,PERM…] [--owner TEXT]
   keenauthd key revoke KEY_ID [--env ENV_ID]`
 
 // run is the whole program; tests call it with their own arguments,

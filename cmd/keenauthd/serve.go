@@ -138,6 +138,11 @@ func keyCreate(ctx context.Context, cfg config, args []string, stdout io.Writer)
 	fs.SetOutput(io.Discard)
 	env := fs.String("env", "", "environment id")
 	perms := fs.String("permissions", "", "comma-separated permissions, or all")
+	var owner *string
+	fs.Func("owner", "who the key is for, e.g. an e-mail address (1–200 printable characters)", func(v string) error {
+		owner = &v
+		return nil
+	})
 	if err := fs.Parse(args); err != nil || *env == "" || *perms == "" {
 		return usageError{"key create needs --env ENV_ID --permissions PERM[,PERM…]"}
 	}
@@ -156,11 +161,24 @@ func keyCreate(ctx context.Context, cfg config, args []string, stdout io.Writer)
 		return err
 	}
 	defer closeDB(db)
-	k, err := svc.CreateKey(ctx, *env, list)
+	if owner != nil {
+		// Refused before anything is opened or created.
+		if err := plans.CheckOwner(*owner); err != nil {
+			return usageError{"key create --owner: " + err.Error()}
+		}
+	}
+	k, err := createKey(ctx, svc, *env, list, owner)
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(k)
+}
+
+func createKey(ctx context.Context, svc *plans.Service, env string, perms []string, owner *string) (plans.CreatedKey, error) {
+	if owner == nil {
+		return svc.CreateKey(ctx, env, perms)
+	}
+	return svc.CreateOwnedKey(ctx, env, *owner, perms)
 }
 
 func keyRevoke(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
