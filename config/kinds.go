@@ -49,6 +49,8 @@ const (
 	PermConfigRead         = "config:read"
 	PermConfigWrite        = "config:write"
 	PermManagementLogsRead = "management-logs:read"
+	// PermConfigApprove approves and rejects plans (§17).
+	PermConfigApprove = "config:approve"
 )
 
 var (
@@ -87,7 +89,7 @@ func WriteOrder(k Kind) int { return kindIndex[k] }
 // AllPermissions lists every permission an API key can hold.
 func AllPermissions() []string {
 	seen := map[string]bool{}
-	out := []string{PermConfigRead, PermConfigWrite, PermManagementLogsRead}
+	out := []string{PermConfigRead, PermConfigWrite, PermManagementLogsRead, PermConfigApprove}
 	for _, k := range Kinds {
 		for _, p := range []string{k.ReadPerm, k.WritePerm} {
 			if !seen[p] {

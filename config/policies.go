@@ -16,6 +16,9 @@ type Policies struct {
 	MinPasswordLength       *int     `json:"min_password_length" nullable:"true"`
 	ForbidSocialConnections bool     `json:"forbid_social_connections" nullable:"true"`
 	MFARequired             bool     `json:"mfa_required" nullable:"true"`
+	// RequiredApprovals is how many approvals a plan with a change other
+	// than no_op needs before it is applied (§17: 0–5).
+	RequiredApprovals int `json:"required_approvals" nullable:"true"`
 }
 
 // Policy names, also the problem codes of violations.
@@ -54,6 +57,10 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 		problems = append(problems, FieldError{Pointer: "/min_password_length", Code: CodeOutOfRange,
 			Detail: "min_password_length must be between 8 and 128."})
 	}
+	if n := p.RequiredApprovals; n < 0 || n > MaxRequiredApprovals {
+		problems = append(problems, FieldError{Pointer: "/required_approvals", Code: CodeInvalid,
+			Detail: fmt.Sprintf("required_approvals must be between 0 and %d.", MaxRequiredApprovals)})
+	}
 	if p.AllowedCallbackHosts == nil {
 		p.AllowedCallbackHosts = []string{}
 	}
@@ -75,6 +82,9 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 		StringsKey(p.AllowedCallbackHosts))...)
 	return p, problems, nil
 }
+
+// MaxRequiredApprovals bounds required_approvals (§17).
+const MaxRequiredApprovals = 5
 
 // MaxAllowedCallbackHosts bounds allowed_callback_hosts (§23).
 const MaxAllowedCallbackHosts = 1000

@@ -120,6 +120,7 @@ func New(d Deps) *gin.Engine {
 	api.POST("/connections/:key", s.connectionAction)
 	api.GET("/management-logs", s.listLogs)
 	api.GET("/api-keys/current", s.currentKey)
+	api.GET("/config-policies", s.getPolicies)
 
 	internal := r.Group("/internal/v1", noStore, s.internalAuth)
 	internal.POST("/token-activity", s.tokenActivity)
