@@ -35,6 +35,9 @@ const (
 	CodeInternalError           Code = "internal_error"
 	CodeNotImplemented          Code = "not_implemented"
 	CodeServiceUnavailable      Code = "service_unavailable"
+	// CodeSelfApprovalForbidden and CodeApprovalRequired are §17's.
+	CodeSelfApprovalForbidden Code = "self_approval_forbidden"
+	CodeApprovalRequired      Code = "approval_required"
 )
 
 // Field problem codes of decoding and validation.

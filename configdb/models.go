@@ -79,6 +79,8 @@ type PlanRow struct {
 	// plan and what had moved since it was computed.
 	RebasedFrom *string
 	Moved       JSON
+	// Rejection is the rejection of a rejected plan (§17), nil otherwise.
+	Rejection JSON
 	// Changes, up to 10 MiB, is the last column of the plan's INSERT (its
 	// parameters follow the fields' order): pgx appends the parameters to
 	// one buffer, and one appended after a large value grows the buffer

@@ -23,6 +23,7 @@ const (
 	applied    = "applied"
 	conflicted = "conflicted"
 	expired    = "expired"
+	rejected   = "rejected"
 )
 
 // PlanKey names one plan of one environment.
@@ -69,7 +70,7 @@ func storedStatuses(status string) []string {
 	case expired:
 		return []string{planned, applying, expired}
 	case "":
-		return []string{planned, applying, applied, conflicted, expired}
+		return []string{planned, applying, applied, conflicted, expired, rejected}
 	}
 	return []string{status}
 }
@@ -489,6 +490,9 @@ func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time
 		return 0, 0, r.Error
 	}
 	events = int(r.RowsAffected)
+	if err := tx.q(ctx).Exec("DELETE FROM plan_approvals WHERE environment_id = ? AND plan_id IN ?", envID, ids).Error; err != nil {
+		return 0, 0, err
+	}
 	r = tx.q(ctx).Exec("DELETE FROM config_plans WHERE environment_id = ? AND id IN ?", envID, ids)
 	return int(r.RowsAffected), events, r.Error
 }

@@ -113,6 +113,11 @@ func (pa *PendingApply) Run(ctx context.Context, req *ApplyRequest) (result Appl
 	if err := s.checkApplicable(ctx, a, p, pa.opt.ValidateOnly); err != nil {
 		return ApplyResult{}, err
 	}
+	// The row between 9 and 10 (§17), answered in its order from the plan
+	// as loaded; the apply's transaction counts again under the plan's lock.
+	if need, got := p.ApprovalsRequired, approvalsReceived(p.Approvals); !pa.opt.ValidateOnly && got < need {
+		return ApplyResult{}, errApprovalRequired(need, got)
+	}
 	if err := s.checkRequest(ctx, a, p, req); err != nil {
 		var de *config.Error
 		if errors.As(err, &de) && !pa.opt.ValidateOnly {

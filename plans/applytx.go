@@ -61,6 +61,12 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 		return nil, err
 	}
 	st.post.readable = a.canRead
+	var approvals []Approval
+	if !h.validateOnly() {
+		if approvals, err = checkApprovals(ctx, tx, p, st.policies); err != nil {
+			return nil, err
+		}
+	}
 	if err := runApplyChecks(st); err != nil {
 		return nil, err
 	}
@@ -92,7 +98,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 			CreatedAt: tx.Now, ExpiresAt: tx.Now.Add(s.cfg.RevisionMaxAge)}
 		rec.Resources = rev.encoded
 	}
-	rec.Logs = applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID)
+	rec.Logs = applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID, approvals)
 	out.logID = rec.Logs[0].ID
 	if h.started != nil {
 		rec.Events = append(rec.Events, *h.started)
@@ -285,9 +291,9 @@ func resourceWrites(a Actor, p *Plan, cur state, out *applied) (configdb.Resourc
 
 // applyLogs are the management log's entries of an apply: config.applied
 // with the counts, and one per changed resource.
-func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Counts, revisionID *string) []configdb.LogRow {
+func applyLogs(tx *configdb.Tx, a Actor, p *Plan, cur state, counts revisions.Counts, revisionID *string, approvals []Approval) []configdb.LogRow {
 	logs := []configdb.LogRow{{EnvironmentID: a.EnvironmentID, ID: config.NewID(config.PrefixLog), Type: "config.applied", CreatedAt: tx.Now,
-		APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID, Data: config.MustJSON(counts)}}
+		APIKeyID: a.APIKeyID, RequestID: a.RequestID, PlanID: &p.ID, RevisionID: revisionID, Data: appliedLogData(counts, approvals)}}
 	for _, c := range p.Changes {
 		if c.Action == ActionNoOp {
 			continue

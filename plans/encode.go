@@ -118,6 +118,7 @@ func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 	b = appendStringPtr(b, p.RebasedFrom)
 	b = append(b, `,"moved":`...)
 	b = p.Moved.appendJSON(b)
+	b = p.appendReviewJSON(b)
 	if preview {
 		b = append(b, `,"expires_at":null,"created_by":null,"created_by_owner":null`...)
 	}

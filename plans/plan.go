@@ -22,6 +22,8 @@ const (
 	StatusApplied    Status = "applied"
 	StatusConflicted Status = "conflicted"
 	StatusExpired    Status = "expired"
+	// StatusRejected is final: the plan was rejected or withdrawn (§17).
+	StatusRejected Status = "rejected"
 	// StatusPreview is the status of a plan previewed, never stored (§14).
 	StatusPreview Status = "preview"
 )
@@ -122,6 +124,11 @@ type Plan struct {
 	// and Moved what had moved since that plan was computed.
 	RebasedFrom *string   `json:"rebased_from"`
 	Moved       MovedList `json:"moved"`
+	// Approvals, ApprovalsRequired and Rejection are the review of the
+	// plan (§17), read with it (withReview).
+	Approvals         []Approval `json:"approvals"`
+	ApprovalsRequired int        `json:"approvals_required"`
+	Rejection         *Rejection `json:"rejection"`
 
 	versions     map[string]int
 	fingerprints map[config.Kind]int64
@@ -190,7 +197,7 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 	p := &Plan{ID: r.ID, Object: "config_plan", EnvironmentID: r.EnvironmentID, Status: effectiveStatus(r, s.now()),
 		Prune: r.Prune, RequiresSPHost: r.RequiresSPHost, CreatedAt: Time(r.CreatedAt), ExpiresAt: Time(r.ExpiresAt),
 		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy, CreatedByOwner: r.CreatedByOwner,
-		storedStatus: r.Status, keyFingerprint: r.IdempotencyFingerprint, RebasedFrom: r.RebasedFrom}
+		storedStatus: r.Status, keyFingerprint: r.IdempotencyFingerprint, RebasedFrom: r.RebasedFrom, Approvals: []Approval{}}
 	if p.Status != StatusApplied {
 		// A plan with OIDC material shows its revision only once the
 		// federation service confirmed every write.
@@ -221,6 +228,12 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 	// slices of them, alive as long as the plan is.
 	r.Changes = nil
 	p.Changes = make([]Change, len(recs))
+	if len(r.Rejection) > 0 && string(r.Rejection) != "null" {
+		p.Rejection = new(Rejection)
+		if err := json.Unmarshal(r.Rejection, p.Rejection); err != nil {
+			return nil, fmt.Errorf("plan %s: decode rejection: %w", r.ID, err)
+		}
+	}
 	for i, rc := range recs {
 		c := rc.Change
 		if string(c.Spec) == "null" {
@@ -276,7 +289,11 @@ func (s *Service) loadPlan(ctx context.Context, envID, id string) (*Plan, error)
 		}
 		return nil, err
 	}
-	return s.planFromRow(r)
+	p, err := s.planFromRow(r)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.withReview(ctx, envID, p)
 }
 
 func readPerms(kinds []config.Kind, extra ...string) []string {
@@ -325,9 +342,9 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 		return Page[*Plan]{}, err
 	}
 	switch Status(status) {
-	case "", StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired:
+	case "", StatusPlanned, StatusApplying, StatusApplied, StatusConflicted, StatusExpired, StatusRejected:
 	default:
-		return Page[*Plan]{}, &config.Error{Code: config.CodeMalformedRequest, Detail: "status must be one of planned, applying, applied, conflicted, expired",
+		return Page[*Plan]{}, &config.Error{Code: config.CodeMalformedRequest, Detail: "status must be one of planned, applying, applied, conflicted, expired, rejected",
 			Errors: []config.FieldError{{Pointer: "", Code: config.CodeInvalid, Detail: "unknown status " + config.QuoteShort(status)}}}
 	}
 	now := s.now()
@@ -364,7 +381,8 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 		}
 		cursor = rows[len(rows)-1].ID
 	}
-	return page(out, lp.Limit, func(p *Plan) string { return p.ID }), nil
+	pg := page(out, lp.Limit, func(p *Plan) string { return p.ID })
+	return pg, s.withReview(ctx, a.EnvironmentID, pg.Data...)
 }
 
 // typeSet is the stored type_set of a plan of these types: the kinds sorted

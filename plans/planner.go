@@ -345,6 +345,7 @@ func (s *Service) buildPlan(now time.Time, a Actor, ps *planState, recent map[st
 	p.Warnings = append(p.Warnings, omittedWarnings(ps.expected, ps.inDoc, ps.prune, ps.planned)...)
 	slices.Sort(p.RequiredSecrets)
 	p.RequiredSecrets = slices.Compact(p.RequiredSecrets)
+	p.Approvals, p.ApprovalsRequired = []Approval{}, approvalsRequired(p, ps.policies)
 	return p
 }
 

@@ -137,7 +137,7 @@ func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 			return err
 		}
 		switch src.Status {
-		case StatusApplied, StatusApplying:
+		case StatusApplied, StatusApplying, StatusRejected:
 			return &config.Error{Code: config.CodeConfigPlanNotApplicable, Detail: "the plan is " + string(src.Status) + " and cannot be rebased",
 				Extra: map[string]any{"plan_status": src.Status}}
 		}

@@ -173,6 +173,12 @@ func (s *Server) planAction(c *gin.Context) {
 		s.rebasePlan(c)
 		return
 	}
+	for _, verb := range []string{"approve", "reject"} {
+		if id, ok := customVerb(c.Param("id"), verb); ok {
+			s.reviewPlan(c, id, verb == "reject")
+			return
+		}
+	}
 	id, ok := customVerb(c.Param("id"), "apply")
 	if !ok {
 		s.fail(c, notFound)

@@ -26,6 +26,8 @@ var codes = map[config.Code]int{
 	config.CodeRequestTimeout:          http.StatusRequestTimeout,
 	config.CodeIdempotencyKeyInUse:     http.StatusConflict,
 	config.CodeConfigPlanNotApplicable: http.StatusConflict,
+	config.CodeApprovalRequired:        http.StatusConflict,
+	config.CodeSelfApprovalForbidden:   http.StatusForbidden,
 	config.CodeDeletionNotConfirmed:    http.StatusConflict,
 	config.CodeConfigConflict:          http.StatusConflict,
 	config.CodeConflict:                http.StatusConflict,
@@ -48,6 +50,8 @@ var codes = map[config.Code]int{
 var titles = map[config.Code]string{
 	config.CodeConfigPlanExpired:       "Config plan expired",
 	config.CodeConfigPlanNotApplicable: "Config plan not applicable",
+	config.CodeApprovalRequired:        "Approval required",
+	config.CodeSelfApprovalForbidden:   "Self-approval forbidden",
 	config.CodeConfigConflict:          "Configuration changed",
 	config.CodeIdempotencyKeyInUse:     "Idempotency key in use",
 	config.CodeIdempotencyKeyMismatch:  "Idempotency key reused with another request",

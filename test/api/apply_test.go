@@ -916,7 +916,8 @@ func TestApplyWritesChangesRevisionAndLog(t *testing.T) {
 		return map[string]any{"type": typ, "data": map[string]any{"kind": kind, "key": key, "version": version}}
 	}
 	want := []any{
-		map[string]any{"type": "config.applied", "data": map[string]any{"created": 1.0, "updated": 2.0, "deleted": 1.0, "unchanged": 1.0}},
+		map[string]any{"type": "config.applied", "data": map[string]any{"created": 1.0, "updated": 2.0, "deleted": 1.0, "unchanged": 1.0,
+			"approved_by": []any{}}},
 		entry("connection.deleted", "connection", "github", 1),
 		entry("api.updated", "api", "orders", 2),
 		entry("connection.created", "connection", "corp", 1),
@@ -968,7 +969,7 @@ func TestApplyNoOpPlanWritesNoRevision(t *testing.T) {
 		t.Fatalf("%d log entries of the no-op plan, want 1: %v", len(mine), mine)
 	}
 	l := mine[0].(map[string]any)
-	want := map[string]any{"created": 0.0, "updated": 0.0, "deleted": 0.0, "unchanged": float64(len(versions))}
+	want := map[string]any{"created": 0.0, "updated": 0.0, "deleted": 0.0, "unchanged": float64(len(versions)), "approved_by": []any{}}
 	if l["type"] != "config.applied" || l["revision_id"] != nil || !cmp.Equal(want, l["data"]) {
 		t.Errorf("log entry = %v, want config.applied with %v", l, want)
 	}
