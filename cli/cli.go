@@ -62,7 +62,7 @@ const exitStatusHelp = `Exit status:
      without a value, a missing environment variable; nothing was sent
   3  the plan is stale or conflicts with the configuration (409
      config_conflict, conflict or config_plan_not_applicable; 410 expired):
-     make a new plan
+     make a new plan; or it lacks approvals (409 approval_required)
   4  the API stayed unavailable or rate limited, or its answer was lost,
      after retrying for --retry-for
   130  interrupted
@@ -292,7 +292,7 @@ func apiExitCode(e *apiError) int {
 		return ExitStale
 	case e.status == http.StatusConflict:
 		switch e.problem.Code {
-		case "config_conflict", "conflict", "config_plan_not_applicable":
+		case "config_conflict", "conflict", "config_plan_not_applicable", "approval_required":
 			return ExitStale
 		case "idempotency_key_in_use":
 			return ExitUnavailable

@@ -115,6 +115,9 @@ type problem struct {
 	UnconfirmedDeletions []string `json:"unconfirmed_deletions"`
 	RetryAfter           *int     `json:"retry_after"`
 	Policy               string   `json:"policy"`
+	// ApprovalsRequired and ApprovalsReceived come with approval_required.
+	ApprovalsRequired int `json:"approvals_required"`
+	ApprovalsReceived int `json:"approvals_received"`
 }
 
 type fieldError struct {

@@ -27,9 +27,11 @@ func (a *app) configCommand() *cobra.Command {
   keenauth config plan -f keenauth.json
   keenauth config show cfgp_…
   keenauth config rebase cfgp_…
+  keenauth config approve cfgp_… --comment "Checked with Ana"
   keenauth config apply cfgp_… --secrets-from-env --sp-host login.shop.example`,
 	})
-	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.rebaseCommand(), a.applyCommand(), a.promoteCommand())
+	c.AddCommand(a.exportCommand(), a.planCommand(), a.showCommand(), a.rebaseCommand(), a.applyCommand(), a.promoteCommand(),
+		a.approveCommand(), a.rejectCommand())
 	return c
 }
 

@@ -53,7 +53,7 @@ func (m *markdownPlan) build() {
 		m.warnings = append(m.warnings, fmt.Sprintf("- `%s`: %s (`%s`)", codeText(w.Target), mdText(strings.TrimSuffix(w.Detail, ".")), codeText(w.Code)))
 	}
 	if pl.ApprovalsRequired != nil && *pl.ApprovalsRequired > 0 {
-		line := fmt.Sprintf("**Approvals needed:** %d; received %d", *pl.ApprovalsRequired, len(pl.Approvals))
+		line := fmt.Sprintf("**Approvals needed:** %d; received %d", *pl.ApprovalsRequired, pl.approvalsReceived())
 		var who []string
 		for _, ap := range pl.Approvals {
 			by := ap.APIKeyID

@@ -37,6 +37,7 @@ type plan struct {
 	// (approvals of a plan; absent: nil).
 	ApprovalsRequired *int       `json:"approvals_required"`
 	Approvals         []approval `json:"approvals"`
+	Rejection         *rejection `json:"rejection"`
 	// rebasedAs are the plans that rebased this one, when looked up.
 	rebasedAs []string
 }
@@ -45,6 +46,75 @@ type approval struct {
 	APIKeyID   string  `json:"api_key_id"`
 	Owner      *string `json:"owner"`
 	ApprovedAt string  `json:"approved_at"`
+	Comment    *string `json:"comment"`
+}
+
+// who names the approver: its key's owner, or the key.
+func (ap approval) who() string {
+	if ap.Owner != nil {
+		return *ap.Owner
+	}
+	return ap.APIKeyID
+}
+
+// approvalsReceived counts the people who approved, as the API does: keys
+// of one owner count once, a key without owner alone.
+func (pl *plan) approvalsReceived() int {
+	seen := map[string]bool{}
+	for _, ap := range pl.Approvals {
+		if ap.Owner != nil {
+			seen["owner "+*ap.Owner] = true
+		} else {
+			seen["key "+ap.APIKeyID] = true
+		}
+	}
+	return len(seen)
+}
+
+// approvalsMissing is how many more approvals an apply needs now.
+func (pl *plan) approvalsMissing() int {
+	if pl.ApprovalsRequired == nil {
+		return 0
+	}
+	return *pl.ApprovalsRequired - pl.approvalsReceived()
+}
+
+// renderApprovals writes "Approvals: 1 of 2" and each approval, when the
+// plan needs some or has some.
+func renderApprovals(w io.Writer, pl *plan) {
+	need := 0
+	if pl.ApprovalsRequired != nil {
+		need = *pl.ApprovalsRequired
+	}
+	if need == 0 && len(pl.Approvals) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nApprovals: %d of %d\n", pl.approvalsReceived(), need)
+	for _, ap := range pl.Approvals {
+		line := "  " + ap.who() + " at " + ap.ApprovedAt
+		if ap.Comment != nil && *ap.Comment != "" {
+			line += ": " + *ap.Comment
+		}
+		fmt.Fprintln(w, line)
+	}
+	if pl.Rejection != nil {
+		fmt.Fprintf(w, "Rejected by %s at %s: %s\n", pl.Rejection.who(), pl.Rejection.RejectedAt, pl.Rejection.Comment)
+	}
+}
+
+// rejection is the rejection of a rejected plan.
+type rejection struct {
+	APIKeyID   string  `json:"api_key_id"`
+	Owner      *string `json:"owner"`
+	RejectedAt string  `json:"rejected_at"`
+	Comment    string  `json:"comment"`
+}
+
+func (r rejection) who() string {
+	if r.Owner != nil {
+		return *r.Owner
+	}
+	return r.APIKeyID
 }
 
 // moved is what moved since the source of a rebase was planned: a
@@ -407,6 +477,7 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 	}
 	renderChanges(w, p, pl.Changes, showUnchanged)
 	fmt.Fprintf(w, "\nSummary: %s.\n", pl.Summary)
+	renderApprovals(w, pl)
 	if len(pl.Warnings) > 0 {
 		fmt.Fprintf(w, "\n%s\n", p.yellow("Warnings:"))
 		for _, wn := range pl.Warnings {
@@ -439,6 +510,9 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 		if pl.Summary.Create+pl.Summary.Update+pl.Summary.Delete == 0 {
 			fmt.Fprintln(w, "\nNo changes: the configuration already matches the document.")
 			return
+		}
+		if need := pl.approvalsMissing(); need > 0 {
+			fmt.Fprintf(w, "\nThe plan needs %d more approval(s) before it can be applied, each by a person other than its creator:\n  keenauth config approve %s\n", need, pl.ID)
 		}
 		fmt.Fprintf(w, "\nNext, to apply this plan:\n  %s\n", pl.applyCommand())
 	case "applied":
@@ -722,6 +796,13 @@ func hint(p problem, planID string) string {
 		return rebase
 	case "config_plan_expired":
 		return rebase
+	case "approval_required":
+		plan := planID
+		if plan == "" {
+			plan = "PLAN"
+		}
+		return fmt.Sprintf("The plan needs %d more approval(s) (%d of %d received), each from a person other than its creator, with a key that holds config:approve: keenauth config approve %s",
+			p.ApprovalsRequired-p.ApprovalsReceived, p.ApprovalsReceived, p.ApprovalsRequired, plan)
 	case "config_plan_not_applicable":
 		switch p.PlanStatus {
 		case "applying":
