@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/plans"
 	"github.com/keenauth/configplans/test/apitest"
 )
@@ -22,6 +23,19 @@ func TestSweepDeletesPlansPastTheirRetention(t *testing.T) {
 		old = append(old, k.planAndApply(envSettings(fmt.Sprintf("Old %d", i)), false, nil)["id"].(string))
 	}
 	old = append(old, k.planID(envSettings("Never applied"), false))
+	// A rejected plan, with an approval (§17): both go with it.
+	rejected := k.planID(envSettings("Rejected"), false)
+	approver := k.e.Key(config.AllPermissions()...)
+	for _, verb := range []string{"approve", "reject"} {
+		if r := k.e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + rejected + ":" + verb, Secret: approver,
+			Body: map[string]any{"comment": "no"}}); r.Status != 200 {
+			t.Fatalf("%s: %d %s", verb, r.Status, r.Body)
+		}
+	}
+	if n := k.count("plan_approvals", "plan_id = ?", rejected); n != 1 {
+		t.Fatalf("%d approvals of the rejected plan, want 1", n)
+	}
+	old = append(old, rejected)
 	applying := k.planID(envSettings("Applying"), false)
 	if err := k.e.DB.DB.Exec("UPDATE config_plans SET status = 'applying' WHERE environment_id = ? AND id = ?", k.e.EnvID, applying).Error; err != nil {
 		t.Fatal(err)
@@ -49,6 +63,9 @@ func TestSweepDeletesPlansPastTheirRetention(t *testing.T) {
 	}
 	if n := k.count("plan_events", "plan_id IN ?", old); n != 0 {
 		t.Errorf("%d events of deleted plans remain", n)
+	}
+	if n := k.count("plan_approvals", "plan_id IN ?", old); n != 0 {
+		t.Errorf("%d approvals of deleted plans remain", n)
 	}
 	for _, id := range []string{recentApplied, recentPlanned, applying} {
 		if n := k.count("config_plans", "environment_id = ? AND id = ?", k.e.EnvID, id); n != 1 {
