@@ -78,10 +78,10 @@ func (a *app) plansCommand() *cobra.Command {
 				})
 		},
 	}
-	list.Flags().StringVar(&status, "status", "", "only plans of this status: planned, applying, applied, conflicted, expired")
+	list.Flags().StringVar(&status, "status", "", "only plans of this status: planned, applying, applied, conflicted, expired, rejected")
 	lf.add(list)
 	_ = list.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
-		[]string{"planned", "applying", "applied", "conflicted", "expired"}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{"planned", "applying", "applied", "conflicted", "expired", "rejected"}, cobra.ShellCompDirectiveNoFileComp))
 	c.AddCommand(list)
 	return c
 }

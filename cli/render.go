@@ -523,6 +523,8 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 		fmt.Fprintln(w, ".")
 	case "applying":
 		fmt.Fprintln(w, "\nThis plan is being applied.")
+	case "rejected":
+		fmt.Fprintln(w, "\nThis plan was rejected: it can no longer be approved, applied or rebased. To plan changes again:\n  keenauth config plan -f FILE")
 	default:
 		if len(pl.rebasedAs) == 0 {
 			fmt.Fprintf(w, "\nThis plan is %s and can no longer be applied. To plan the same changes against the configuration as it is now:\n  keenauth config rebase %s\n", pl.Status, pl.ID)

@@ -79,9 +79,13 @@ func TestApprovalsThroughTheCLI(t *testing.T) {
 	other := must(t, h.run(t, "config", "plan", "-f", writeJSON(t, "doc2.json", doc), "--json")).JSON(t)["id"].(string)
 	wantExit(t, as(bob, "config", "reject", other), 2)
 	rejected := must(t, as(bob, "config", "reject", other, "--comment", "Not this week"))
-	if !strings.Contains(rejected.stdout, "rejected") || !strings.Contains(rejected.stdout, "Rejected by bob@shop.example at ") {
+	if !strings.Contains(rejected.stdout, "This plan was rejected") || !strings.Contains(rejected.stdout, "Rejected by bob@shop.example at ") ||
+		strings.Contains(rejected.stdout, "config rebase") {
 		t.Errorf("config reject:\n%s", rejected.stdout)
 	}
 	wantExit(t, as(carol, "config", "approve", other), 3)
 	wantExit(t, h.run(t, "config", "apply", other), 3)
+	if list := must(t, h.run(t, "plans", "list", "--status", "rejected")); !strings.Contains(list.stdout, other) {
+		t.Errorf("plans list --status rejected:\n%s", list.stdout)
+	}
 }
