@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
@@ -78,7 +79,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			rejected = append(rejected, rejectedMaterial(i, c, rej)...)
 			truncated = truncated || rej.Truncated
 		case errors.Is(err, federation.ErrUnauthorized):
-			logTokenRefused(ctx, s, err, "plan_id", p.ID, "connection_id", conID)
+			logTokenRefused(ctx, s.log, err, "plan_id", p.ID, "connection_id", conID)
 			unavailable = err
 		default:
 			s.log.WarnContext(ctx, "federation write failed", "plan_id", p.ID, "connection_id", conID, "error", err)
@@ -168,6 +169,6 @@ func capRejected(errs []config.FieldError, truncated bool) ([]config.FieldError,
 
 // logTokenRefused logs, at ERROR level, that the federation service refused
 // our bearer token: an operator must fix KEENAUTHD_FEDERATION_TOKEN.
-func logTokenRefused(ctx context.Context, s *Service, err error, attrs ...any) {
-	s.log.ErrorContext(ctx, "federation service refused our token; check KEENAUTHD_FEDERATION_TOKEN", append(attrs, "error", err)...)
+func logTokenRefused(ctx context.Context, log *slog.Logger, err error, attrs ...any) {
+	log.ErrorContext(ctx, "federation service refused our token; check KEENAUTHD_FEDERATION_TOKEN", append(attrs, "error", err)...)
 }
