@@ -6,6 +6,10 @@
 // were written. It does by one scan what a decode and an encode do, so that
 // specs read back in another form (jsonb's member order and spacing on
 // PostgreSQL) are made canonical without building a tree of values.
+//
+// It is also the one scanner of JSON of the service: the scans that do not
+// write (scan.go) skip a value, find an object's member and check a compact
+// value for config and plans.
 package canonjson
 
 import (
@@ -527,7 +531,8 @@ func PrefixLen(b []byte) int {
 }
 
 // The scanner's steps, for a parser of the service's own that builds values
-// (plans' strict document parser): each reads one token of valid JSON at
+// (config's strict document parser, plans' and revisions' readers of their
+// stored JSON): each reads one token of valid JSON at
 // b[i] and returns where it ends, ok false for anything else.
 
 // SkipSpace returns the first index at or after i that is not JSON

@@ -591,8 +591,11 @@ func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
 		if i < len(body) && body[i] == '}' && first {
 			break
 		}
-		end := valueEnd(body, i)
-		if end < 0 || body[i] != '"' {
+		if i >= len(body) || body[i] != '"' {
+			return notObject
+		}
+		end, _, ok := canonjson.ScanString(body, i)
+		if !ok {
 			return notObject
 		}
 		var key string
@@ -604,8 +607,8 @@ func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
 			return notObject
 		}
 		i = canonjson.SkipSpace(body, i+1)
-		end = valueEnd(body, i)
-		if end < 0 || !json.Valid(body[i:end]) {
+		end, ok = canonjson.SkipValue(body, i)
+		if !ok || !json.Valid(body[i:end]) {
 			return notObject
 		}
 		value := json.RawMessage(body[i:end:end])
@@ -632,48 +635,4 @@ func StrictObject(body []byte, dst *map[string]json.RawMessage) error {
 		return &Error{Code: CodeMalformedRequest, Detail: "the request body has data after the JSON object"}
 	}
 	return nil
-}
-
-// valueEnd returns the end of the JSON value that starts at b[i], found by
-// its delimiters only (strings, brackets), or -1 when it has none; whether
-// the value is valid JSON is for json.Valid to say.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	depth := 0
-	for j := i; j < len(b); j++ {
-		switch c := b[j]; c {
-		case '"':
-			for j++; j < len(b) && b[j] != '"'; j++ {
-				if b[j] == '\\' {
-					j++
-				}
-			}
-			if j >= len(b) {
-				return -1
-			}
-			if depth == 0 {
-				return j + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth <= 0 {
-				if depth < 0 {
-					return j // a scalar ended by its object's end
-				}
-				return j + 1
-			}
-		case ' ', '\t', '\n', '\r', ',', ':':
-			if depth == 0 {
-				return j
-			}
-		}
-	}
-	if depth == 0 {
-		return len(b) // a scalar at the end of b
-	}
-	return -1
 }

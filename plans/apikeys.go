@@ -20,6 +20,14 @@ const SecretPrefix = "ksk_"
 // ErrUnauthenticated: the key is missing, malformed, unknown or revoked.
 var ErrUnauthenticated = &config.Error{Code: config.CodeUnauthenticated, Detail: "a valid API key is required"}
 
+// Keys are the API keys of the environments: their creation and
+// revocation, and the authentication of a request's key, served from a
+// cache of the keys this process authenticated (keycache.go).
+type Keys struct {
+	core
+	cache *keyCache
+}
+
 // CreatedKey is a new API key with its secret, shown once.
 type CreatedKey struct {
 	ID     string `json:"id"`
@@ -31,11 +39,11 @@ type CreatedKey struct {
 // The secret is "ksk_" followed by the environment's and the key's ULIDs and
 // 32 random characters (160 bits): authentication finds the key by its
 // primary key, then compares a SHA-256 of the whole secret in constant time.
-func (s *Service) CreateKey(ctx context.Context, envID string, perms []string) (CreatedKey, error) {
+func (s *Keys) CreateKey(ctx context.Context, envID string, perms []string) (CreatedKey, error) {
 	return s.createKey(ctx, envID, perms, nil)
 }
 
-func (s *Service) createKey(ctx context.Context, envID string, perms []string, owner *string) (CreatedKey, error) {
+func (s *Keys) createKey(ctx context.Context, envID string, perms []string, owner *string) (CreatedKey, error) {
 	known := map[string]bool{}
 	for _, p := range config.AllPermissions() {
 		known[p] = true
@@ -66,7 +74,7 @@ func (s *Service) createKey(ctx context.Context, envID string, perms []string, o
 // RevokeKey revokes an API key of any environment: it reads the key's
 // environment first (the one read by key id alone, for `keenauthd key
 // revoke` without --env), then revokes it as RevokeEnvironmentKey does.
-func (s *Service) RevokeKey(ctx context.Context, keyID string) error {
+func (s *Keys) RevokeKey(ctx context.Context, keyID string) error {
 	if !config.ValidID(config.PrefixAPIKey, keyID) {
 		return fmt.Errorf("key %q: %w", keyID, ErrNotFound)
 	}
@@ -86,7 +94,7 @@ func (s *Service) RevokeKey(ctx context.Context, keyID string) error {
 // other processes (every replica drops it when told); when they cannot be
 // told the error is a *RevocationNotPublished, and the key is revoked all
 // the same.
-func (s *Service) RevokeEnvironmentKey(ctx context.Context, envID, keyID string) error {
+func (s *Keys) RevokeEnvironmentKey(ctx context.Context, envID, keyID string) error {
 	if !config.ValidID(config.PrefixAPIKey, keyID) || !config.ValidID(config.PrefixEnvironment, envID) {
 		return fmt.Errorf("key %q of environment %q: %w", keyID, envID, ErrNotFound)
 	}
@@ -102,7 +110,7 @@ func (s *Service) RevokeEnvironmentKey(ctx context.Context, envID, keyID string)
 	if !exists {
 		return fmt.Errorf("key %s of environment %s: %w", keyID, envID, ErrNotFound)
 	}
-	s.keys.forget(keyID)
+	s.cache.forget(keyID)
 	if s.hooks.OnKeyRevoked != nil {
 		if err := s.hooks.OnKeyRevoked(ctx, keyID); err != nil {
 			return &RevocationNotPublished{KeyID: keyID, Err: err}
@@ -126,7 +134,7 @@ func (e *RevocationNotPublished) Error() string {
 func (e *RevocationNotPublished) Unwrap() error { return e.Err }
 
 // Authenticate resolves a bearer secret to an actor.
-func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error) {
+func (s *Keys) Authenticate(ctx context.Context, secret string) (Actor, error) {
 	body, ok := strings.CutPrefix(secret, SecretPrefix)
 	if !ok || len(body) != 26+26+32 {
 		return Actor{}, ErrUnauthenticated
@@ -135,7 +143,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error
 	if !config.ValidID(config.PrefixEnvironment, envID) || !config.ValidID(config.PrefixAPIKey, keyID) {
 		return Actor{}, ErrUnauthenticated
 	}
-	k, ok, epoch := s.keys.get(keyID)
+	k, ok, epoch := s.cache.get(keyID)
 	if !ok {
 		row, err := s.db.LoadAPIKey(ctx, envID, keyID)
 		if err != nil {
@@ -151,7 +159,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Actor, error
 			return Actor{}, fmt.Errorf("key %s permissions: %w", keyID, err)
 		}
 		k.perms = permissionSet(perms)
-		s.keys.put(keyID, k, epoch)
+		s.cache.put(keyID, k, epoch)
 	}
 	sum := sha256.Sum256([]byte(secret))
 	if k.envID != envID || subtle.ConstantTimeCompare(sum[:], k.secretHash) != 1 || k.revoked {

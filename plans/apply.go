@@ -92,7 +92,7 @@ func (pa *PendingApply) Refused(err error) error {
 }
 
 func (pa *PendingApply) observe(res ApplyResult, err error) {
-	pa.s.observeApply(pa.start, pa.opt.ValidateOnly, &res, &err)
+	pa.s.hooks.observeApply(pa.start, pa.opt.ValidateOnly, &res, &err)
 }
 
 // Apply applies a stored plan to the actor's environment (§6) without
@@ -194,7 +194,7 @@ func (s *Service) applyInTx(ctx context.Context, a Actor, p *Plan, opt ApplyOpti
 		return ApplyResult{}, err
 	}
 	if errors.Is(err, configdb.ErrPlanBusy) {
-		return ApplyResult{}, s.busyPlan(ctx, opt.IdempotencyFingerprint)
+		return ApplyResult{}, busyPlan(ctx, s.db, opt.IdempotencyFingerprint)
 	}
 	if errors.Is(err, errNotClaimable) {
 		replay, err := s.notClaimed(ctx, a, p, opt.IdempotencyFingerprint)
@@ -213,9 +213,9 @@ func (s *Service) applyInTx(ctx context.Context, a Actor, p *Plan, opt ApplyOpti
 // another apply's transaction: that one may be the same Idempotency-Key
 // request's (409 idempotency_key_in_use, as retryOfKey answers for a
 // claimed plan), or another's (409 config_plan_not_applicable, applying).
-func (s *Service) busyPlan(ctx context.Context, fingerprint string) error {
+func busyPlan(ctx context.Context, db *configdb.DB, fingerprint string) error {
 	if fingerprint != "" {
-		same, err := s.db.ApplyingWithKey(ctx, fingerprint)
+		same, err := db.ApplyingWithKey(ctx, fingerprint)
 		if err != nil {
 			return err
 		}
@@ -254,7 +254,7 @@ func (s *Service) runApplyTx(ctx context.Context, a Actor, p *Plan, opt ApplyOpt
 		})
 	}
 	if out, err = run(); errors.Is(err, ErrCommitUnknown) {
-		return s.resolveApplyCommit(ctx, p, h.token, out, err, run)
+		return commitResolver{s.db, s.log}.resolveApplyCommit(ctx, p, h.token, out, err, run)
 	}
 	return out, true, err
 }
@@ -409,7 +409,7 @@ func (s *Service) claim(ctx context.Context, a Actor, p *Plan, token, fingerprin
 		return err
 	})
 	if errors.Is(err, ErrCommitUnknown) {
-		return s.resolveClaimCommit(ctx, p, token, err)
+		return commitResolver{s.db, s.log}.resolveClaimCommit(ctx, p, token, err)
 	}
 	if err != nil {
 		return err

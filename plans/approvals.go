@@ -27,7 +27,7 @@ type ConfigPolicies struct {
 
 // GetPolicies returns the policies in force in the actor's environment.
 // It needs config:read.
-func (s *Service) GetPolicies(ctx context.Context, a Actor) (ConfigPolicies, error) {
+func (s *Environments) GetPolicies(ctx context.Context, a Actor) (ConfigPolicies, error) {
 	if err := a.Require(config.PermConfigRead); err != nil {
 		return ConfigPolicies{}, err
 	}
@@ -109,7 +109,7 @@ func approvalsOf(rows []configdb.ApprovalRow) []Approval {
 
 // withReview reads the approvals of ps and the policies in force, and sets
 // each plan's approvals and approvals_required.
-func (s *Service) withReview(ctx context.Context, envID string, ps ...*Plan) error {
+func withReview(ctx context.Context, db *configdb.DB, envID string, ps ...*Plan) error {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -117,11 +117,11 @@ func (s *Service) withReview(ctx context.Context, envID string, ps ...*Plan) err
 	for i, p := range ps {
 		ids[i] = p.ID
 	}
-	byPlan, err := s.db.Approvals(ctx, envID, ids)
+	byPlan, err := db.Approvals(ctx, envID, ids)
 	if err != nil {
 		return err
 	}
-	raw, err := s.db.LoadPolicies(ctx, envID)
+	raw, err := db.LoadPolicies(ctx, envID)
 	if err != nil {
 		return err
 	}

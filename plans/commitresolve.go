@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/keenauth/configplans/config"
+	"log/slog"
 	"time"
+
+	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 )
 
 // A connection lost while COMMIT was in flight leaves the outcome of a
@@ -13,6 +16,13 @@ import (
 // answer. An apply must not answer 503 for a plan that is in fact applied
 // (nor 500), and must not release a claim whose writes committed. So it
 // asks the database, on a fresh connection, what happened.
+
+// commitResolver asks the storage, on a fresh connection, what became of a
+// transaction whose COMMIT was lost in flight.
+type commitResolver struct {
+	db  *configdb.DB
+	log *slog.Logger
+}
 
 // resolveTimeout bounds the reads that resolve an unknown commit; they run
 // even when the client stopped waiting, as the release does.
@@ -43,7 +53,7 @@ const maxCommitUnknown = 3
 //
 // known is false in the last case: the caller answers err and must not
 // release the claim.
-func (s *Service) resolveApplyCommit(ctx context.Context, p *Plan, token string, out *applied, err error,
+func (s commitResolver) resolveApplyCommit(ctx context.Context, p *Plan, token string, out *applied, err error,
 	rerun func() (*applied, error)) (_ *applied, known bool, _ error) {
 	for tries := 1; errors.Is(err, ErrCommitUnknown); tries++ {
 		committed, claimed, rerr := s.applyCommitted(ctx, p, token, out)
@@ -67,7 +77,7 @@ func (s *Service) resolveApplyCommit(ctx context.Context, p *Plan, token string,
 // applyCommitted reads, on a fresh connection, whether the apply
 // transaction that wrote out committed, and whether the plan is still
 // applying under token.
-func (s *Service) applyCommitted(ctx context.Context, p *Plan, token string, out *applied) (committed, claimed bool, err error) {
+func (s commitResolver) applyCommitted(ctx context.Context, p *Plan, token string, out *applied) (committed, claimed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 	defer cancel()
 	err = s.readFresh(ctx, func() error {
@@ -84,7 +94,7 @@ func (s *Service) applyCommitted(ctx context.Context, p *Plan, token string, out
 // resolveClaimCommit resolves a claim whose COMMIT was in flight when its
 // connection was lost: the plan applying under token means the claim
 // committed. Otherwise nothing was claimed, and the answer is err (503).
-func (s *Service) resolveClaimCommit(ctx context.Context, p *Plan, token string, err error) error {
+func (s commitResolver) resolveClaimCommit(ctx context.Context, p *Plan, token string, err error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 	defer cancel()
 	var claimed bool
@@ -103,7 +113,7 @@ func (s *Service) resolveClaimCommit(ctx context.Context, p *Plan, token string,
 
 // readFresh runs read until it gets an answer of the database, retrying a
 // lost connection (the pool hands out a fresh one) until ctx ends.
-func (s *Service) readFresh(ctx context.Context, read func() error) error {
+func (s commitResolver) readFresh(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := read()
 		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || attempt >= s.db.MaxTxAttempts() {

@@ -11,6 +11,10 @@ import (
 	"github.com/keenauth/configplans/federation"
 )
 
+// Connections are the tests of enterprise connections: a test asks the
+// federation service to try a connection's confirmed OIDC material.
+type Connections struct{ core }
+
 // ConnectionTest is the result of a connection test.
 type ConnectionTest struct {
 	Connection string  `json:"connection"`
@@ -22,14 +26,14 @@ type ConnectionTest struct {
 // ForgetConfirmedMaterial drops every confirmation of OIDC material: the
 // federation service that held it starts empty (the in-process one of dev
 // mode), so the planner plans the material again.
-func (s *Service) ForgetConfirmedMaterial(ctx context.Context) error {
+func (s *Connections) ForgetConfirmedMaterial(ctx context.Context) error {
 	return s.db.ForgetMaterials(ctx)
 }
 
 // TestConnection asks the federation service to test an enterprise
 // connection's current OIDC material and records the result against a hash
 // of that material, so that a later change of the material makes it stale.
-func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*ConnectionTest, error) {
+func (s *Connections) TestConnection(ctx context.Context, a Actor, key string) (*ConnectionTest, error) {
 	if err := a.Require("connections:write"); err != nil {
 		return nil, err
 	}
@@ -66,7 +70,7 @@ func (s *Service) TestConnection(ctx context.Context, a Actor, key string) (*Con
 	case errors.Is(err, federation.ErrUnauthorized):
 		// Our configuration, not the request: 503, logged for an operator
 		// (see writeMaterial).
-		logTokenRefused(ctx, s, err, "connection_id", r.ResourceID)
+		logTokenRefused(ctx, s.log, err, "connection_id", r.ResourceID)
 		return nil, &config.Error{Code: config.CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable", Extra: map[string]any{"retry_after": 5}}
 	case err != nil:
 		s.log.WarnContext(ctx, "connection test failed", "connection_id", r.ResourceID, "error", err)

@@ -2,7 +2,6 @@ package plans
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"strconv"
 
@@ -64,20 +63,7 @@ type recordDecoder struct {
 	spec json.RawMessage
 }
 
-// maxRawDepth bounds the nesting of a raw value read here; a deeper one is
-// left to encoding/json (whose own limit is 10,000).
-const maxRawDepth = 512
-
-func (d *recordDecoder) space() {
-	for d.i < len(d.src) {
-		switch d.src[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *recordDecoder) space() { d.i = canonjson.SkipSpace(d.src, d.i) }
 
 // peek returns the next byte after spaces, 0 at the end.
 func (d *recordDecoder) peek() byte {
@@ -368,8 +354,7 @@ func (d *recordDecoder) stringInto(dst *string, intern func([]byte) (string, boo
 		case c == '\\' || c >= 0x80:
 			// Escapes and UTF-8 (invalid bytes become U+FFFD) as
 			// encoding/json reads them.
-			d.i = start - 1
-			end, ok := d.stringEnd()
+			end, ok := canonjson.StringEnd(d.src, start-1)
 			if !ok {
 				return false
 			}
@@ -426,9 +411,11 @@ func (d *recordDecoder) intPtr(dst **int) bool {
 func (d *recordDecoder) raw(dst *json.RawMessage) bool {
 	d.space()
 	start := d.i
-	if !d.value(0) {
+	end, ok := canonjson.CompactEnd(d.src, d.i)
+	if !ok {
 		return false
 	}
+	d.i = end
 	*dst = d.src[start:d.i:d.i]
 	return true
 }
@@ -447,168 +434,6 @@ func (d *recordDecoder) rawAgain(dst *json.RawMessage, known json.RawMessage) bo
 		return true
 	}
 	return d.raw(dst)
-}
-
-// value checks one JSON value with no spaces in it.
-func (d *recordDecoder) value(depth int) bool {
-	if d.i >= len(d.src) {
-		return false
-	}
-	switch c := d.src[d.i]; {
-	case c == '"':
-		end, ok := d.stringEnd()
-		d.i = end
-		return ok
-	case c == '{':
-		return depth < maxRawDepth && d.object(depth)
-	case c == '[':
-		return depth < maxRawDepth && d.array(depth)
-	case c == 't':
-		return d.literal("true")
-	case c == 'f':
-		return d.literal("false")
-	case c == 'n':
-		return d.literal("null")
-	default:
-		return d.number()
-	}
-}
-
-// object checks the object that starts at d.i, at depth.
-func (d *recordDecoder) object(depth int) bool {
-	d.i++
-	if d.i < len(d.src) && d.src[d.i] == '}' {
-		d.i++
-		return true
-	}
-	for {
-		if d.i >= len(d.src) || d.src[d.i] != '"' {
-			return false
-		}
-		end, ok := d.stringEnd()
-		if !ok {
-			return false
-		}
-		d.i = end
-		if d.i >= len(d.src) || d.src[d.i] != ':' {
-			return false
-		}
-		d.i++
-		if !d.value(depth + 1) {
-			return false
-		}
-		if d.i >= len(d.src) {
-			return false
-		}
-		switch d.src[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// array checks the array that starts at d.i, at depth.
-func (d *recordDecoder) array(depth int) bool {
-	d.i++
-	if d.i < len(d.src) && d.src[d.i] == ']' {
-		d.i++
-		return true
-	}
-	for {
-		if !d.value(depth + 1) {
-			return false
-		}
-		if d.i >= len(d.src) {
-			return false
-		}
-		switch d.src[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// stringEnd checks the string that starts at d.i and returns the index
-// after its closing quote. Like encoding/json, it takes any byte from 0x20
-// on, valid UTF-8 or not. Most of a spec is the text of its strings: the
-// next quote and the next backslash are found by bytes.IndexByte, many
-// bytes at a time, and the text before them is checked for control
-// characters eight bytes at a time.
-func (d *recordDecoder) stringEnd() (int, bool) {
-	s := d.src
-	i := d.i + 1
-	for {
-		q := bytes.IndexByte(s[i:], '"')
-		if q < 0 {
-			return 0, false
-		}
-		q += i
-		// The text up to the quote, or up to the first escape before it.
-		stop := q
-		if bs := bytes.IndexByte(s[i:q], '\\'); bs >= 0 {
-			stop = i + bs
-		}
-		if !noControl(s[i:stop]) {
-			return 0, false
-		}
-		if stop == q {
-			return q + 1, true
-		}
-		i = stop
-		if i+1 >= len(s) {
-			return 0, false
-		}
-		switch s[i+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i += 2
-		case 'u':
-			if i+6 > len(s) {
-				return 0, false
-			}
-			for _, h := range s[i+2 : i+6] {
-				if !isHex(h) {
-					return 0, false
-				}
-			}
-			i += 6
-		default:
-			return 0, false
-		}
-	}
-}
-
-// noControl tells whether no byte of b is below 0x20, eight at a time
-// (the test of "Bit Twiddling Hacks" for a byte less than n: exact for
-// whether any byte is).
-func noControl(b []byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		if (w-0x20*ones)&^w&highs != 0 {
-			return false
-		}
-	}
-	for ; i < len(b); i++ {
-		if b[i] < 0x20 {
-			return false
-		}
-	}
-	return true
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // number reads a number of the JSON grammar:

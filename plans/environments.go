@@ -12,9 +12,14 @@ import (
 // Environment is a tenant environment, as stored.
 type Environment = configdb.Environment
 
+// Environments are the tenant environments: their creation and lookup,
+// their policies, and the token activity their applications report
+// (tokens.go), which the planner reads to ask for deletion confirmations.
+type Environments struct{ core }
+
 // CreateEnvironment creates an environment with its four singletons at
 // version 1 holding the defaults of §4.
-func (s *Service) CreateEnvironment(ctx context.Context, name string) (Environment, error) {
+func (s *Environments) CreateEnvironment(ctx context.Context, name string) (Environment, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 128 {
 		return Environment{}, config.Errorf(config.CodeValidationFailed, "the environment name must have 1 to 128 characters")
@@ -36,13 +41,13 @@ func (s *Service) CreateEnvironment(ctx context.Context, name string) (Environme
 
 // FindEnvironment returns the oldest environment named name (ErrNotFound
 // when there is none).
-func (s *Service) FindEnvironment(ctx context.Context, name string) (Environment, error) {
+func (s *Environments) FindEnvironment(ctx context.Context, name string) (Environment, error) {
 	return s.db.FindEnvironment(ctx, name)
 }
 
 // requireEnvironment answers not_found for an environment that does not
 // exist.
-func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
+func (s *Environments) requireEnvironment(ctx context.Context, envID string) error {
 	ok, err := s.db.EnvironmentExists(ctx, envID)
 	if err != nil {
 		return err
@@ -54,7 +59,7 @@ func (s *Service) requireEnvironment(ctx context.Context, envID string) error {
 }
 
 // PutPolicies replaces the policies of an environment.
-func (s *Service) PutPolicies(ctx context.Context, envID string, body []byte) (config.Policies, error) {
+func (s *Environments) PutPolicies(ctx context.Context, envID string, body []byte) (config.Policies, error) {
 	if !config.ValidID(config.PrefixEnvironment, envID) {
 		return config.Policies{}, &config.Error{Code: config.CodeNotFound, Detail: "no such environment"}
 	}

@@ -54,7 +54,7 @@ func (s *Service) ListEvents(ctx context.Context, a Actor, planID string, lp Lis
 	for i, r := range rows {
 		ids[i] = r.APIKeyID
 	}
-	actors, err := s.actorsOf(ctx, a.EnvironmentID, ids)
+	actors, err := actorsOf(ctx, s.db, a.EnvironmentID, ids)
 	if err != nil {
 		return Page[Event]{}, err
 	}

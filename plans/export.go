@@ -41,7 +41,7 @@ func ParseTypes(param string, present bool) ([]config.Kind, error) {
 }
 
 // ExportConfig returns the configuration of kinds: a valid plan input.
-func (s *Service) ExportConfig(ctx context.Context, a Actor, kinds []config.Kind) (*Export, error) {
+func (s *Reads) ExportConfig(ctx context.Context, a Actor, kinds []config.Kind) (*Export, error) {
 	if err := a.Require(readPerms(kinds, config.PermConfigRead)...); err != nil {
 		return nil, err
 	}

@@ -104,9 +104,9 @@ func (c *keyCache) flush() {
 
 // ForgetKey drops the API key id from this process's authentication
 // cache: it was revoked, here or by another process.
-func (s *Service) ForgetKey(id string) { s.keys.forget(id) }
+func (s *Keys) ForgetKey(id string) { s.cache.forget(id) }
 
 // ForgetKeys drops every API key from this process's authentication
 // cache: the revocations published while it was not listening may have
 // been missed.
-func (s *Service) ForgetKeys() { s.keys.flush() }
+func (s *Keys) ForgetKeys() { s.cache.flush() }

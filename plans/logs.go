@@ -9,6 +9,10 @@ import (
 	"github.com/keenauth/configplans/configdb"
 )
 
+// Reads are the reads of an environment beside its plans and revisions:
+// the management log and the export of its configuration.
+type Reads struct{ core }
+
 // LogEntry is an entry of the management log.
 type LogEntry struct {
 	ID         string          `json:"id"`
@@ -24,7 +28,7 @@ type LogEntry struct {
 var logType = regexp.MustCompile(`^[a-z_]+\.[a-z_]+$`)
 
 // ListLogs lists the management log, newest first, optionally of one type.
-func (s *Service) ListLogs(ctx context.Context, a Actor, typ string, lp ListParams) (Page[LogEntry], error) {
+func (s *Reads) ListLogs(ctx context.Context, a Actor, typ string, lp ListParams) (Page[LogEntry], error) {
 	if err := a.Require(config.PermManagementLogsRead); err != nil {
 		return Page[LogEntry]{}, err
 	}
@@ -39,7 +43,7 @@ func (s *Service) ListLogs(ctx context.Context, a Actor, typ string, lp ListPara
 	for i, r := range rows {
 		ids[i] = r.APIKeyID
 	}
-	actors, err := s.actorsOf(ctx, a.EnvironmentID, ids)
+	actors, err := actorsOf(ctx, s.db, a.EnvironmentID, ids)
 	if err != nil {
 		return Page[LogEntry]{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
@@ -35,14 +36,12 @@ import (
 // slow writes add up past the lease.
 func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *ApplyRequest, token string, out *applied) error {
 	ctx = context.WithoutCancel(ctx)
-	var rejected []config.FieldError
-	var truncated bool
-	var unavailable error
+	var o materialOutcome
 	for i, c := range p.Changes {
 		if !c.WritesMaterial {
 			continue
 		}
-		if unavailable != nil {
+		if o.unavailable != nil {
 			// The other writes would wait for the same outage; the new
 			// plan writes every material still missing.
 			break
@@ -58,7 +57,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			// carry one it did not validate: oidc: null keeps a stored
 			// spec from before that rule. It never reaches the
 			// federation service, which fetches issuers.
-			rejected = append(rejected, config.FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc/issuer", i), Code: config.CodeInvalid, Detail: config.InternalHostDetail})
+			o.rejected = append(o.rejected, config.FieldError{Pointer: fmt.Sprintf("/changes/%d/spec/oidc/issuer", i), Code: config.CodeInvalid, Detail: config.InternalHostDetail})
 			continue
 		}
 		conID := out.connIDs[c.Key]
@@ -72,20 +71,20 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 				return tx.ConfirmMaterial(ctx, a.EnvironmentID, conID, config.MaterialHash(v.OIDC))
 			})
 			if err != nil {
-				unavailable = err
+				o.unavailable = err
 			}
 		case errors.As(err, &rej):
-			rejected = append(rejected, rejectedMaterial(i, c, rej)...)
-			truncated = truncated || rej.Truncated
+			o.rejected = append(o.rejected, rejectedMaterial(i, c, rej)...)
+			o.truncated = o.truncated || rej.Truncated
 		case errors.Is(err, federation.ErrUnauthorized):
-			logTokenRefused(ctx, s, err, "plan_id", p.ID, "connection_id", conID)
-			unavailable = err
+			logTokenRefused(ctx, s.log, err, "plan_id", p.ID, "connection_id", conID)
+			o.unavailable = err
 		default:
 			s.log.WarnContext(ctx, "federation write failed", "plan_id", p.ID, "connection_id", conID, "error", err)
-			unavailable = err
+			o.unavailable = err
 		}
 	}
-	if len(rejected) == 0 && unavailable == nil {
+	if len(o.rejected) == 0 && o.unavailable == nil {
 		return s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
 			// The event is recorded even if the lease was lost meanwhile:
 			// every write of the apply was made.
@@ -95,19 +94,7 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 			return recordEvent(ctx, tx, a, p.ID, "apply_succeeded", map[string]any{"revision_id": out.revisionID})
 		})
 	}
-	var answer *config.Error
-	event := map[string]any{}
-	if len(rejected) > 0 {
-		rejected, truncated = capRejected(rejected, truncated)
-		answer = config.Problems(config.CodeValidationFailed, rejected)
-		if truncated {
-			answer.Extra = map[string]any{"errors_truncated": true}
-			event["errors_truncated"] = true
-		}
-	} else {
-		answer = &config.Error{Code: config.CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
-			Extra: map[string]any{"retry_after": 5}}
-	}
+	answer, event := o.failure()
 	err := s.db.InTxDetached(ctx, func(tx *configdb.Tx) error {
 		if _, err := tx.ReleasePlan(ctx, p.key(), token); err != nil {
 			return err
@@ -119,6 +106,33 @@ func (s *Service) writeMaterial(ctx context.Context, a Actor, p *Plan, req *Appl
 		s.log.WarnContext(ctx, "recording a federation failure failed; the plan's lease will return it to planned", "plan_id", p.ID, "error", err)
 	}
 	return answer
+}
+
+// materialOutcome is what the material writes of an apply came to: the
+// problems the federation service found (truncated: it cut their list),
+// and the error of a write it could not take.
+type materialOutcome struct {
+	rejected    []config.FieldError
+	truncated   bool
+	unavailable error
+}
+
+// failure is the answer to an apply whose material writes did not all go
+// through (422 for rejected material, else 503), and the data of its
+// federation_failed event so far.
+func (o materialOutcome) failure() (*config.Error, map[string]any) {
+	event := map[string]any{}
+	if len(o.rejected) > 0 {
+		rejected, truncated := capRejected(o.rejected, o.truncated)
+		answer := config.Problems(config.CodeValidationFailed, rejected)
+		if truncated {
+			answer.Extra = map[string]any{"errors_truncated": true}
+			event["errors_truncated"] = true
+		}
+		return answer, event
+	}
+	return &config.Error{Code: config.CodeServiceUnavailable, Detail: "the federation service is temporarily unavailable; only the connection records were written",
+		Extra: map[string]any{"retry_after": 5}}, event
 }
 
 // rejectedMaterial locates the problems of material the federation service
@@ -168,6 +182,6 @@ func capRejected(errs []config.FieldError, truncated bool) ([]config.FieldError,
 
 // logTokenRefused logs, at ERROR level, that the federation service refused
 // our bearer token: an operator must fix KEENAUTHD_FEDERATION_TOKEN.
-func logTokenRefused(ctx context.Context, s *Service, err error, attrs ...any) {
-	s.log.ErrorContext(ctx, "federation service refused our token; check KEENAUTHD_FEDERATION_TOKEN", append(attrs, "error", err)...)
+func logTokenRefused(ctx context.Context, log *slog.Logger, err error, attrs ...any) {
+	log.ErrorContext(ctx, "federation service refused our token; check KEENAUTHD_FEDERATION_TOKEN", append(attrs, "error", err)...)
 }

@@ -16,8 +16,8 @@ type ApplyObservation struct {
 
 // observeApply tells the OnApply hook how an apply ended. It is deferred
 // with pointers to the apply's results.
-func (s *Service) observeApply(start time.Time, validateOnly bool, res *ApplyResult, err *error) {
-	if s.hooks.OnApply == nil {
+func (h Hooks) observeApply(start time.Time, validateOnly bool, res *ApplyResult, err *error) {
+	if h.OnApply == nil {
 		return
 	}
 	o := ApplyObservation{ValidateOnly: validateOnly, Duration: time.Since(start)}
@@ -34,18 +34,18 @@ func (s *Service) observeApply(start time.Time, validateOnly bool, res *ApplyRes
 	if *err == nil && res.Plan != nil {
 		o.Changes = len(res.Plan.Changes)
 	}
-	s.hooks.OnApply(o)
+	h.OnApply(o)
 }
 
 // observePlanCreated tells the OnPlanCreated hook how a plan creation
 // ended. It is deferred with a pointer to the creation's error.
-func (s *Service) observePlanCreated(err *error) {
-	if s.hooks.OnPlanCreated == nil {
+func (h Hooks) observePlanCreated(err *error) {
+	if h.OnPlanCreated == nil {
 		return
 	}
 	if *err != nil {
-		s.hooks.OnPlanCreated(string(ErrorCode(*err)))
+		h.OnPlanCreated(string(ErrorCode(*err)))
 		return
 	}
-	s.hooks.OnPlanCreated("created")
+	h.OnPlanCreated("created")
 }

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 )
 
 // MaxOwnerLength bounds a key's owner, in characters (§17).
@@ -34,7 +35,7 @@ func CheckOwner(owner string) error {
 // CreateOwnedKey creates an API key of env holding perms, for owner (§17:
 // who the key is for, e.g. an e-mail address), checked by CheckOwner before
 // anything is created.
-func (s *Service) CreateOwnedKey(ctx context.Context, envID, owner string, perms []string) (CreatedKey, error) {
+func (s *Keys) CreateOwnedKey(ctx context.Context, envID, owner string, perms []string) (CreatedKey, error) {
 	if err := CheckOwner(owner); err != nil {
 		return CreatedKey{}, err
 	}
@@ -44,8 +45,8 @@ func (s *Service) CreateOwnedKey(ctx context.Context, envID, owner string, perms
 // actorsOf returns the actors of the keys ids of env, with their owners
 // (an owner never changes once its key exists, so events and log entries
 // read it when they are listed).
-func (s *Service) actorsOf(ctx context.Context, envID string, ids []string) (map[string]EventActor, error) {
-	owners, err := s.db.APIKeyOwners(ctx, envID, sortedUnique(ids))
+func actorsOf(ctx context.Context, db *configdb.DB, envID string, ids []string) (map[string]EventActor, error) {
+	owners, err := db.APIKeyOwners(ctx, envID, sortedUnique(ids))
 	if err != nil {
 		return nil, err
 	}

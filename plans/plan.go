@@ -293,7 +293,7 @@ func (s *Service) loadPlan(ctx context.Context, envID, id string) (*Plan, error)
 	if err != nil {
 		return nil, err
 	}
-	return p, s.withReview(ctx, envID, p)
+	return p, withReview(ctx, s.db, envID, p)
 }
 
 func readPerms(kinds []config.Kind, extra ...string) []string {
@@ -382,7 +382,7 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 		cursor = rows[len(rows)-1].ID
 	}
 	pg := page(out, lp.Limit, func(p *Plan) string { return p.ID })
-	return pg, s.withReview(ctx, a.EnvironmentID, pg.Data...)
+	return pg, withReview(ctx, s.db, a.EnvironmentID, pg.Data...)
 }
 
 // typeSet is the stored type_set of a plan of these types: the kinds sorted

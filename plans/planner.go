@@ -53,7 +53,7 @@ type PendingPlan struct {
 // PreparePlan checks the permissions plan creation needs.
 func (s *Service) PreparePlan(a Actor, pr *PlanRequest) (*PendingPlan, error) {
 	if err := a.Require(pr.RequiredPermissions()...); err != nil {
-		s.observePlanCreated(&err)
+		s.hooks.observePlanCreated(&err)
 		return nil, err
 	}
 	return &PendingPlan{s: s, a: a, pr: pr}, nil
@@ -83,7 +83,7 @@ func (s *Service) CreatePlan(ctx context.Context, a Actor, pr *PlanRequest) (*Pl
 // (returned).
 func (pp *PendingPlan) Refused(err error) error {
 	if !pp.preview {
-		pp.s.observePlanCreated(&err)
+		pp.s.hooks.observePlanCreated(&err)
 	}
 	return err
 }
@@ -128,7 +128,7 @@ func documentSize(pr *PlanRequest) error {
 // Create computes and stores the plan of an admitted creation.
 func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
 	s := pp.s
-	defer s.observePlanCreated(&err)
+	defer s.hooks.observePlanCreated(&err)
 	// On PostgreSQL the plan's reads are one statement (two when it deletes
 	// applications: the second reads their recent tokens, for a warning),
 	// and its record is one more: it needs no transaction (SQLite runs each

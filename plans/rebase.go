@@ -102,7 +102,7 @@ func (s *Service) PrepareRebase(ctx context.Context, a Actor, planID string) (_ 
 		err = a.Require(readPerms(src.Types, config.PermConfigWrite)...)
 	}
 	if err != nil {
-		s.observePlanCreated(&err)
+		s.hooks.observePlanCreated(&err)
 		return nil, err
 	}
 	return &PendingRebase{s: s, a: a, source: src}, nil
@@ -110,7 +110,7 @@ func (s *Service) PrepareRebase(ctx context.Context, a Actor, planID string) (_ 
 
 // Refused ends a rebase that its admission refused with err (returned).
 func (pr *PendingRebase) Refused(err error) error {
-	pr.s.observePlanCreated(&err)
+	pr.s.hooks.observePlanCreated(&err)
 	return err
 }
 
@@ -122,7 +122,7 @@ func (pr *PendingRebase) Refused(err error) error {
 // source gets a plan_rebased event. The source keeps its status.
 func (pr *PendingRebase) Create(ctx context.Context) (_ *Plan, err error) {
 	s, a := pr.s, pr.a
-	defer s.observePlanCreated(&err)
+	defer s.hooks.observePlanCreated(&err)
 	var plan *Plan
 	err = s.db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 		row, err := tx.LoadPlan(ctx, pr.source.key())

@@ -9,57 +9,30 @@ import (
 
 	"github.com/keenauth/configplans/canonjson"
 	"github.com/keenauth/configplans/config"
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/revisions"
 )
 
-// PrepareRestore prepares a plan whose changes bring every resource of a
-// revision back to its recorded state: a resource the apply created is
-// deleted, the others get their former spec back. It needs the permissions
-// of plan creation over the revision's types; the plan is made by the
-// PendingPlan's Create once admitted.
-func (s *Service) PrepareRestore(ctx context.Context, a Actor, revisionID string) (_ *PendingPlan, err error) {
-	rev, err := s.revision(ctx, a, revisionID, config.PermConfigWrite)
-	if err != nil {
-		s.observePlanCreated(&err)
-		return nil, err
-	}
-	doc := &config.Document{Entries: map[config.Kind][]config.Entry{}}
-	formerIDs := map[string]string{}
-	for _, t := range rev.Types {
-		doc.Types = append(doc.Types, config.Kind(t))
-	}
-	for _, r := range rev.Resources {
-		k := config.Kind(r.Kind)
-		if !slices.Contains(doc.Types, k) {
-			doc.Types = append(doc.Types, k)
-		}
-		e := config.Entry{Kind: k, Key: r.Key}
-		if k == config.KindConnection && Action(r.Action) == ActionDelete {
-			formerIDs[r.Key] = r.ResourceIDBefore
-		}
-		if Action(r.Action) != ActionCreate {
-			e.Spec = config.Canonical(r.SpecBefore)
-		}
-		doc.Entries[k] = append(doc.Entries[k], e)
-	}
-	sortKinds(doc.Types)
-	return &PendingPlan{s: s, a: a, pr: &PlanRequest{Doc: doc}, formerIDs: formerIDs}, nil
-}
+// Revisions are the reads of the revisions an apply records: one, the
+// environment's list, and one beside the configuration now. Their restore
+// is a plan (Service.PrepareRestore).
+type Revisions struct{ core }
 
 // GetRevision returns a revision; it needs config:read and the read
 // permission of every type it holds.
-func (s *Service) GetRevision(ctx context.Context, a Actor, id string) (*revisions.Revision, error) {
-	return s.revision(ctx, a, id, config.PermConfigRead)
+func (s *Revisions) GetRevision(ctx context.Context, a Actor, id string) (*revisions.Revision, error) {
+	return readRevision(ctx, s.db, s.cfg.RevisionLimit, a, id, config.PermConfigRead)
 }
 
-// revision returns a revision for a request that needs perm and the read
-// permission of every type the revision holds: config:read to read it,
-// config:write to restore it (the permissions of plan creation).
-func (s *Service) revision(ctx context.Context, a Actor, id, perm string) (*revisions.Revision, error) {
+// readRevision returns a revision of db, which keeps limit revisions per
+// environment, for a request that needs perm and the read permission of
+// every type the revision holds: config:read to read it, config:write to
+// restore it (the permissions of plan creation).
+func readRevision(ctx context.Context, db *configdb.DB, limit int, a Actor, id, perm string) (*revisions.Revision, error) {
 	if !config.ValidID(config.PrefixRevision, id) {
 		return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config revision"}
 	}
-	rev, err := s.db.GetRevision(ctx, a.EnvironmentID, id, s.cfg.RevisionLimit)
+	rev, err := db.GetRevision(ctx, a.EnvironmentID, id, limit)
 	if errors.Is(err, revisions.ErrNotFound) {
 		return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config revision"}
 	}
@@ -106,7 +79,7 @@ const wholeKindAt = 200
 // DiffRevision compares every resource of a revision with its state now,
 // in the order of the revision. It needs the permissions of GetRevision and
 // writes nothing.
-func (s *Service) DiffRevision(ctx context.Context, a Actor, id string) (*RevisionDiff, error) {
+func (s *Revisions) DiffRevision(ctx context.Context, a Actor, id string) (*RevisionDiff, error) {
 	rev, err := s.GetRevision(ctx, a, id)
 	if err != nil {
 		return nil, err
@@ -262,7 +235,7 @@ func (r *RevisionDiffResource) appendJSON(b []byte) []byte {
 }
 
 // ListRevisions lists the revisions of the actor's environment, newest first.
-func (s *Service) ListRevisions(ctx context.Context, a Actor, lp ListParams) (Page[*revisions.Revision], error) {
+func (s *Revisions) ListRevisions(ctx context.Context, a Actor, lp ListParams) (Page[*revisions.Revision], error) {
 	if err := a.Require(config.PermConfigRead); err != nil {
 		return Page[*revisions.Revision]{}, err
 	}
@@ -271,11 +244,4 @@ func (s *Service) ListRevisions(ctx context.Context, a Actor, lp ListParams) (Pa
 		return Page[*revisions.Revision]{}, err
 	}
 	return page(revs, lp.Limit, func(r *revisions.Revision) string { return r.ID }), nil
-}
-
-// PruneRevisions deletes, in every environment, the revisions past the
-// limit or the maximum age: the sweep (sweep.go) without plan retention.
-func (s *Service) PruneRevisions(ctx context.Context) (int, error) {
-	res, err := s.Sweep(ctx, SweepConfig{})
-	return res.Revisions, err
 }

@@ -42,16 +42,24 @@ func DefaultConfig() Config {
 		RevisionMaxAge: 90 * 24 * time.Hour, AuthCacheTTL: DefaultAuthCacheTTL}
 }
 
-// Service is the configuration domain over one database (PostgreSQL, or
-// the SQLite of dev mode) and the federation service.
-type Service struct {
+// core is what every part of the domain is built on: the storage, the
+// federation service, the settings, the clock, the log and the observers.
+// It has no methods, so embedding it gives each part its fields only.
+type core struct {
 	db    *configdb.DB
 	fed   federation.Client
 	cfg   Config
 	now   Clock
 	log   *slog.Logger
 	hooks Hooks
-	keys  *keyCache
+}
+
+// Service is the plan lifecycle over one database (PostgreSQL, or the
+// SQLite of dev mode) and the federation service: planning, rebase,
+// restore, apply, and the reads of plans and their events. The
+// environment's other features are parts of their own (Domain).
+type Service struct {
+	core
 }
 
 // Hooks are optional observers of the service (metrics, and the other
@@ -70,18 +78,40 @@ type Hooks struct {
 	OnPlanCreated func(outcome string)
 }
 
-// NewService builds the domain service over its storage and the federation
-// service, both required: where no federation service is configured, fed
-// is federation.Unconfigured, and a plan that writes OIDC material is
-// refused with 503. Its clock is the storage's.
-func NewService(db *configdb.DB, fed federation.Client, cfg Config, log *slog.Logger, hooks Hooks) *Service {
+// Domain is the configuration domain over one storage, in its parts: the
+// plan lifecycle (Plans) and the features beside it. New builds them over
+// the same storage, settings and observers.
+type Domain struct {
+	Plans        *Service
+	Environments *Environments
+	Keys         *Keys
+	Revisions    *Revisions
+	Connections  *Connections
+	Reads        *Reads
+	Retention    *Retention
+}
+
+// New builds the domain over its storage and the federation service, both
+// required: where no federation service is configured, fed is
+// federation.Unconfigured, and a plan that writes OIDC material is refused
+// with 503. Its clock is the storage's.
+func New(db *configdb.DB, fed federation.Client, cfg Config, log *slog.Logger, hooks Hooks) *Domain {
 	if db == nil || fed == nil {
-		panic("plans: NewService needs the storage and a federation client")
+		panic("plans: New needs the storage and a federation client")
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{db: db, fed: fed, cfg: cfg, now: db.Now, log: log, hooks: hooks, keys: newKeyCache(cfg.AuthCacheTTL)}
+	c := core{db: db, fed: fed, cfg: cfg, now: db.Now, log: log, hooks: hooks}
+	return &Domain{
+		Plans:        &Service{core: c},
+		Environments: &Environments{core: c},
+		Keys:         &Keys{core: c, cache: newKeyCache(cfg.AuthCacheTTL)},
+		Revisions:    &Revisions{core: c},
+		Connections:  &Connections{core: c},
+		Reads:        &Reads{core: c},
+		Retention:    &Retention{core: c},
+	}
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -9,6 +9,11 @@ import (
 	"github.com/keenauth/configplans/configdb"
 )
 
+// Retention is the sweep that keeps the stored history within its bounds:
+// the revisions past the limit or the maximum age, and the plans past
+// their retention with their events.
+type Retention struct{ core }
+
 // SweepConfig is what one sweep deletes, and in which steps.
 type SweepConfig struct {
 	// PlanRetention: plans that are neither planned nor applying (an expired
@@ -34,7 +39,7 @@ const sweepEnvironmentPage = 200
 // retention (§16). Every delete names its environment (Citus-ready); the
 // environments are walked in id order, so a sweep cut short resumes from
 // the start next time without harm.
-func (s *Service) Sweep(ctx context.Context, sc SweepConfig) (SweepResult, error) {
+func (s *Retention) Sweep(ctx context.Context, sc SweepConfig) (SweepResult, error) {
 	if sc.Batch <= 0 {
 		sc.Batch = 500
 	}
@@ -57,7 +62,7 @@ func (s *Service) Sweep(ctx context.Context, sc SweepConfig) (SweepResult, error
 	}
 }
 
-func (s *Service) sweepEnvironment(ctx context.Context, env string, sc SweepConfig, res *SweepResult) error {
+func (s *Retention) sweepEnvironment(ctx context.Context, env string, sc SweepConfig, res *SweepResult) error {
 	for {
 		n, err := s.db.PruneRevisionBatch(ctx, env, s.cfg.RevisionLimit, sc.Batch)
 		if err != nil {
@@ -91,4 +96,11 @@ func (s *Service) sweepEnvironment(ctx context.Context, env string, sc SweepConf
 			return nil
 		}
 	}
+}
+
+// PruneRevisions deletes, in every environment, the revisions past the
+// limit or the maximum age: the sweep (sweep.go) without plan retention.
+func (s *Retention) PruneRevisions(ctx context.Context) (int, error) {
+	res, err := s.Sweep(ctx, SweepConfig{})
+	return res.Revisions, err
 }

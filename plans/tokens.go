@@ -32,7 +32,7 @@ func DecodeTokenActivity(raw []byte) (TokenActivity, error) {
 }
 
 // RecordTokenActivity keeps the latest token time per application.
-func (s *Service) RecordTokenActivity(ctx context.Context, ta TokenActivity) error {
+func (s *Environments) RecordTokenActivity(ctx context.Context, ta TokenActivity) error {
 	var problems []config.FieldError
 	if !config.ValidID(config.PrefixEnvironment, ta.EnvironmentID) {
 		problems = append(problems, config.FieldError{Pointer: "/environment_id", Code: config.CodeInvalid, Detail: "an environment id (env_…)"})

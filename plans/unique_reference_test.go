@@ -292,7 +292,7 @@ func checkUniqueScan(t *testing.T, spec []byte) bool {
 			i = n * (len(spec) + 1) / 200
 		}
 		wantEnd, wantOK := skipValueReference(spec, i)
-		if end, ok := config.SkipValue(spec, i); end != wantEnd || ok != wantOK {
+		if end, ok := canonjson.SkipValue(spec, i); end != wantEnd || ok != wantOK {
 			t.Errorf("skipValue(%q, %d) = %d, %v, want %d, %v", spec, i, end, ok, wantEnd, wantOK)
 			return false
 		}

@@ -217,44 +217,26 @@ func (p *reader) str(out *string) bool {
 	if p.i >= len(b) || b[p.i] != '"' {
 		return false
 	}
-	plain := true
-	for j := p.i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			if plain {
-				*out = string(b[p.i+1 : j])
-			} else if err := json.Unmarshal(b[p.i:j+1], out); err != nil {
-				return false
-			}
-			p.i = j + 1
-			return true
-		case c == '\\':
-			plain = false
-			j++
-		case c < 0x20 || c >= 0x7f:
-			plain = false
-		}
+	end, plain, ok := canonjson.ScanString(b, p.i)
+	if !ok {
+		return false
 	}
-	return false
+	if plain {
+		*out = string(b[p.i+1 : end-1])
+	} else if *out, ok = canonjson.DecodeString(b[p.i:end]); !ok {
+		return false
+	}
+	p.i = end
+	return true
 }
 
 func (p *reader) intOrNull(out **int) bool {
 	if p.take("null") {
 		return true
 	}
-	j := p.i
-	if j < len(p.b) && p.b[j] == '-' {
-		j++
-	}
-	for j < len(p.b) && p.b[j] >= '0' && p.b[j] <= '9' {
-		j++
-	}
-	digits := p.b[p.i:j]
-	if len(digits) > 0 && digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) > 1 && digits[0] == '0' {
-		return false // not JSON
+	j, ok := canonjson.ScanNumber(p.b, p.i)
+	if !ok {
+		return false
 	}
 	v, err := strconv.Atoi(string(p.b[p.i:j]))
 	if err != nil {

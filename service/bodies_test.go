@@ -43,19 +43,19 @@ func startBodyServer(t *testing.T, limits service.HTTPLimits, bodies *service.Bo
 	ctx := context.Background()
 	db := testdb.NewSQLite(t)
 	log := slog.New(slog.DiscardHandler)
-	svc := plans.NewService(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, plans.DefaultConfig(), log, plans.Hooks{})
-	env, err := svc.CreateEnvironment(ctx, "Shop")
+	dom := plans.New(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, plans.DefaultConfig(), log, plans.Hooks{})
+	env, err := dom.Environments.CreateEnvironment(ctx, "Shop")
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := svc.CreateKey(ctx, env.ID, config.AllPermissions())
+	key, err := dom.Keys.CreateKey(ctx, env.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bodies == nil {
 		bodies = service.NewBodyBudget(0, 0)
 	}
-	h := service.New(service.Deps{Plans: svc, IdempotencySecret: []byte("test-secret"), InternalToken: "internal-token",
+	h := service.New(service.Deps{Domain: dom, IdempotencySecret: []byte("test-secret"), InternalToken: "internal-token",
 		Log: log, HTTP: limits, Bodies: bodies})
 	ts := httptest.NewUnstartedServer(h)
 	limits.Configure(ts.Config)

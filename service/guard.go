@@ -98,6 +98,14 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		s.leaseLost("idempotency")()
 		s.d.Log.WarnContext(c, "idempotency lease lost while the request ran", "request_id", requestID(c))
 	}
+	s.settleKey(c, scope, key, claim.Token, r)
+	s.write(c, r)
+}
+
+// settleKey ends the hold of an Idempotency-Key whose request ran and was
+// answered r: the answer is stored for the retries when it may be, else the
+// key is released so that a retry runs again.
+func (s *Server) settleKey(c *gin.Context, scope, key, token string, r response) {
 	storable := idempotency.Storable(r.status, string(r.code))
 	if storable && len(r.body) > idempotency.MaxStoredBody {
 		// Too large to keep in Redis for a day (§23): the key is released
@@ -113,14 +121,13 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 				stored.Header[h] = v
 			}
 		}
-		if err := idempotency.CompleteWithoutCancel(c.Request.Context(), s.d.Idempotency, scope, key, claim.Token, stored, idempotency.DefaultRetention); err != nil {
+		if err := idempotency.CompleteWithoutCancel(c.Request.Context(), s.d.Idempotency, scope, key, token, stored, idempotency.DefaultRetention); err != nil {
 			// The operation ran: the client still gets its real answer.
 			s.d.Log.WarnContext(c, "storing an idempotent response failed", "request_id", requestID(c), "error", err)
 		}
-	} else if err := idempotency.ReleaseWithoutCancel(c.Request.Context(), s.d.Idempotency, scope, key, claim.Token); err != nil {
+	} else if err := idempotency.ReleaseWithoutCancel(c.Request.Context(), s.d.Idempotency, scope, key, token); err != nil {
 		s.d.Log.WarnContext(c, "releasing an idempotency key failed; its lease will", "request_id", requestID(c), "error", err)
 	}
-	s.write(c, r)
 }
 
 // keyedFingerprint is what an applied plan keeps of the Idempotency-Key

@@ -21,7 +21,7 @@ func (s *Server) exportConfig(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	ex, err := s.d.Plans.ExportConfig(c.Request.Context(), actor(c), kinds)
+	ex, err := s.d.Reads.ExportConfig(c.Request.Context(), actor(c), kinds)
 	s.answer(c, ex, err)
 }
 
@@ -273,7 +273,7 @@ func viewRevision(r *revisions.Revision, withResources bool) revisionView {
 }
 
 func (s *Server) getRevision(c *gin.Context) {
-	rev, err := s.d.Plans.GetRevision(c.Request.Context(), actor(c), c.Param("id"))
+	rev, err := s.d.Revisions.GetRevision(c.Request.Context(), actor(c), c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -284,13 +284,13 @@ func (s *Server) getRevision(c *gin.Context) {
 // diffRevision answers a revision beside the configuration now; it writes
 // nothing and takes no rate limit.
 func (s *Server) diffRevision(c *gin.Context) {
-	d, err := s.d.Plans.DiffRevision(c.Request.Context(), actor(c), c.Param("id"))
+	d, err := s.d.Revisions.DiffRevision(c.Request.Context(), actor(c), c.Param("id"))
 	s.answer(c, d, err)
 }
 
 func (s *Server) listRevisions(c *gin.Context) {
 	listed(s, c, config.PrefixRevision, func(ctx context.Context, lp plans.ListParams) (plans.Page[revisionView], error) {
-		pg, err := s.d.Plans.ListRevisions(ctx, actor(c), lp)
+		pg, err := s.d.Revisions.ListRevisions(ctx, actor(c), lp)
 		out := plans.Page[revisionView]{Data: make([]revisionView, len(pg.Data)), HasMore: pg.HasMore, NextCursor: pg.NextCursor}
 		for i, r := range pg.Data {
 			out.Data[i] = viewRevision(r, false)
@@ -319,7 +319,7 @@ func (s *Server) connectionAction(c *gin.Context) {
 		return
 	}
 	s.idempotent(c, body, func(ctx context.Context, _ string) response {
-		res, err := s.d.Plans.TestConnection(ctx, actor(c), key)
+		res, err := s.d.Connections.TestConnection(ctx, actor(c), key)
 		if err != nil {
 			return s.errorResponse(c, err)
 		}
@@ -369,7 +369,7 @@ func emptyObject(body []byte) error {
 
 func (s *Server) listLogs(c *gin.Context) {
 	listed(s, c, config.PrefixLog, func(ctx context.Context, lp plans.ListParams) (plans.Page[plans.LogEntry], error) {
-		return s.d.Plans.ListLogs(ctx, actor(c), c.Query("type"), lp)
+		return s.d.Reads.ListLogs(ctx, actor(c), c.Query("type"), lp)
 	})
 }
 
@@ -389,7 +389,7 @@ func (s *Server) tokenActivity(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := s.d.Plans.RecordTokenActivity(c.Request.Context(), ta); err != nil {
+	if err := s.d.Environments.RecordTokenActivity(c.Request.Context(), ta); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -402,7 +402,7 @@ func (s *Server) putPolicies(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	p, err := s.d.Plans.PutPolicies(c.Request.Context(), c.Param("id"), body)
+	p, err := s.d.Environments.PutPolicies(c.Request.Context(), c.Param("id"), body)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -40,12 +40,12 @@ func PublishRevocations(rdb redis.UniversalClient, prefix string) func(ctx conte
 // pinged: a connection that died without a word is found and replaced.
 const followPing = 5 * time.Second
 
-// FollowRevocations drops from svc's authentication cache every key whose
+// FollowRevocations drops from keys' authentication cache every key whose
 // revocation is published under prefix, until ctx ends. Each time the
 // subscription is made (at start and after every reconnection) and each
 // time it fails, the whole cache is dropped: revocations published while
 // nobody listened are not lost, their keys are read again.
-func FollowRevocations(ctx context.Context, rdb redis.UniversalClient, prefix string, svc *plans.Service, log *slog.Logger) {
+func FollowRevocations(ctx context.Context, rdb redis.UniversalClient, prefix string, keys *plans.Keys, log *slog.Logger) {
 	ps := rdb.Subscribe(ctx, RevocationChannel(prefix))
 	defer ps.Close()
 	failing := false
@@ -60,7 +60,7 @@ func FollowRevocations(ctx context.Context, rdb redis.UniversalClient, prefix st
 			_ = ps.Ping(ctx) // a dead connection fails here, and is replaced
 			continue
 		case err != nil:
-			svc.ForgetKeys()
+			keys.ForgetKeys()
 			if !failing {
 				log.Warn("the API key revocations of other processes cannot be followed; cached keys are read again after KEENAUTHD_AUTH_CACHE_TTL",
 					"error", err)
@@ -75,14 +75,14 @@ func FollowRevocations(ctx context.Context, rdb redis.UniversalClient, prefix st
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
-				svc.ForgetKeys()
+				keys.ForgetKeys()
 				if failing {
 					log.Info("following the API key revocations of other processes again")
 					failing = false
 				}
 			}
 		case *redis.Message:
-			svc.ForgetKey(m.Payload)
+			keys.ForgetKey(m.Payload)
 		}
 	}
 }

@@ -20,7 +20,9 @@ import (
 
 // Deps are what the HTTP layer is built on.
 type Deps struct {
-	Plans *plans.Service
+	// Domain is what the API serves; its parts (Plans, Keys, Revisions…)
+	// are fields of Deps.
+	*plans.Domain
 	// Idempotency stores Idempotency-Key records; IdempotencySecret keys
 	// their fingerprints; IdempotencyLease is the in-flight lease.
 	Idempotency       idempotency.Store
@@ -223,7 +225,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.fail(c, plans.ErrUnauthenticated)
 		return
 	}
-	a, err := s.d.Plans.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
+	a, err := s.d.Keys.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -55,21 +55,21 @@ type Settings struct {
 	Bodies            *BodyBudget
 }
 
-// Wired is one keenauthd: its domain service, its router, and the stores
+// Wired is one keenauthd: its domain, its router, and the stores
 // of its rate limits (for the metrics of their fail-opens).
 type Wired struct {
-	Plans   *plans.Service
+	Domain  *plans.Domain
 	Handler *gin.Engine
 	Limiter ratelimit.Limiter
 	Fleet   ratelimit.Fleet
 }
 
-// Wire builds one keenauthd over b: the domain service, the idempotency and
+// Wire builds one keenauthd over b: the domain (plans.New), the idempotency and
 // rate-limit stores (in Redis, or in the process without it) and the
 // router, whose /readyz pings the database and Redis. It is the one place
 // where serve, dev and the test harness put them together.
 func Wire(b Backend, s Settings) *Wired {
-	w := &Wired{Plans: plans.NewService(b.DB, b.Federation, s.Plans, s.Log, s.PlanHooks)}
+	w := &Wired{Domain: plans.New(b.DB, b.Federation, s.Plans, s.Log, s.PlanHooks)}
 	preview := s.PreviewRateLimit
 	preview.Policy = ratelimit.PolicyPreview
 	if preview.CallTimeout <= 0 {
@@ -79,7 +79,7 @@ func Wire(b Backend, s Settings) *Wired {
 		preview.Lease = s.RateLimit.Lease
 	}
 	preview = preview.WithDefaults()
-	d := Deps{Plans: w.Plans, IdempotencySecret: s.IdempotencySecret, IdempotencyLease: s.IdempotencyLease,
+	d := Deps{Domain: w.Domain, IdempotencySecret: s.IdempotencySecret, IdempotencyLease: s.IdempotencyLease,
 		RateLimit: s.RateLimit, PreviewRateLimit: preview, InternalToken: s.InternalToken, Log: s.Log, Draining: s.Draining,
 		Metrics: s.Metrics, Hooks: s.Hooks, HTTP: s.HTTP, Bodies: s.Bodies, Ready: ready(b)}
 	if b.Redis == nil {

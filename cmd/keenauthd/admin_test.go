@@ -58,8 +58,8 @@ func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
 	// time (test/e2e shows how replicas learn of a revocation).
 	pc := plans.DefaultConfig()
 	pc.AuthCacheTTL = 0
-	svc := plans.NewService(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, pc, nil, plans.Hooks{})
-	a, err := svc.Authenticate(context.Background(), key.Secret)
+	svc := plans.New(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, pc, nil, plans.Hooks{})
+	a, err := svc.Keys.Authenticate(context.Background(), key.Secret)
 	if err != nil || a.EnvironmentID != env.ID || !a.Can([]string{"config:read", "connections:read"}) || a.Can([]string{"config:write"}) || a.Owner != nil {
 		t.Fatalf("the new key authenticates as %+v, %v", a, err)
 	}
@@ -71,13 +71,13 @@ func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
 	}
 	var owned struct{ ID, Secret string }
 	_ = json.Unmarshal([]byte(out), &owned)
-	if a, err := svc.Authenticate(context.Background(), owned.Secret); err != nil || a.Owner == nil || *a.Owner != owner {
+	if a, err := svc.Keys.Authenticate(context.Background(), owned.Secret); err != nil || a.Owner == nil || *a.Owner != owner {
 		t.Fatalf("the key created with --owner authenticates as %+v, %v", a, err)
 	}
 	if _, err := runCmd(t, db, "key", "revoke", key.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Authenticate(context.Background(), key.Secret); !errors.Is(err, plans.ErrUnauthenticated) {
+	if _, err := svc.Keys.Authenticate(context.Background(), key.Secret); !errors.Is(err, plans.ErrUnauthenticated) {
 		t.Fatalf("a revoked key authenticates: %v", err)
 	}
 
@@ -91,13 +91,13 @@ func TestAdminCommandsCreateAnEnvironmentAndKeysAndRevokeThem(t *testing.T) {
 	if _, err := runCmd(t, db, "key", "revoke", key.ID, "--env", other); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("revoking a key with another environment's id: %v, want not found", err)
 	}
-	if _, err := svc.Authenticate(context.Background(), key.Secret); err != nil {
+	if _, err := svc.Keys.Authenticate(context.Background(), key.Secret); err != nil {
 		t.Fatalf("a key revoked under another environment no longer authenticates: %v", err)
 	}
 	if _, err := runCmd(t, db, "key", "revoke", "--env", env.ID, key.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Authenticate(context.Background(), key.Secret); !errors.Is(err, plans.ErrUnauthenticated) {
+	if _, err := svc.Keys.Authenticate(context.Background(), key.Secret); !errors.Is(err, plans.ErrUnauthenticated) {
 		t.Fatalf("a key revoked with --env authenticates: %v", err)
 	}
 }

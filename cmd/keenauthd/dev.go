@@ -94,11 +94,11 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	var draining atomic.Bool
 	b := service.Backend{DB: configdb.New(db, nil, m.Storage(configdb.Options{})), Federation: m.Federation(federation.NewInProcess())}
 	w := service.Wire(b, settings(cfg, log, m, m.Plans(plans.Hooks{}), secret, &draining))
-	svc := w.Plans
+	svc := w.Domain
 	// The in-process federation service starts empty: the material an
 	// earlier start confirmed is gone with it, so the planner must plan it
 	// again (a plan of the same document writes it, with its secret).
-	if err := svc.ForgetConfirmedMaterial(ctx); err != nil {
+	if err := svc.Connections.ForgetConfirmedMaterial(ctx); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 
@@ -108,11 +108,11 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 		return fmt.Errorf("dev: %w", err)
 	}
 	defer ln.Close() // the server closes it first once it serves
-	env, created, err := devEnvironment(ctx, svc)
+	env, created, err := devEnvironment(ctx, svc.Environments)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
-	key, err := svc.CreateKey(ctx, env.ID, confmodel.AllPermissions())
+	key, err := svc.Keys.CreateKey(ctx, env.ID, confmodel.AllPermissions())
 	if err != nil {
 		return fmt.Errorf("dev: create a key: %w", err)
 	}
@@ -127,20 +127,20 @@ func devServe(ctx context.Context, cfg config, ln net.Listener, w *service.Wired
 	running := &inflight{next: w.Handler, draining: draining}
 	printDevBanner(stdout, banner)
 	log.Info("keenauthd dev listening", "addr", banner.addr, "data", banner.dataDir, "environment_id", banner.env.ID, "api_key_id", banner.key.ID)
-	return runServer(ctx, cfg, ln, running, draining, newSweeper(w.Plans, cfg, nil, log), m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, draining, newSweeper(w.Domain.Retention, cfg, nil, log), m.Handler(), log)
 }
 
 // devEnvironment returns the dev environment of the database, creating it
 // on the first start.
-func devEnvironment(ctx context.Context, svc *plans.Service) (plans.Environment, bool, error) {
-	env, err := svc.FindEnvironment(ctx, devEnvironmentName)
+func devEnvironment(ctx context.Context, envs *plans.Environments) (plans.Environment, bool, error) {
+	env, err := envs.FindEnvironment(ctx, devEnvironmentName)
 	if err == nil {
 		return env, false, nil
 	}
 	if !errors.Is(err, plans.ErrNotFound) {
 		return env, false, fmt.Errorf("find the %s environment: %w", devEnvironmentName, err)
 	}
-	env, err = svc.CreateEnvironment(ctx, devEnvironmentName)
+	env, err = envs.CreateEnvironment(ctx, devEnvironmentName)
 	if err != nil {
 		return env, false, fmt.Errorf("create the %s environment: %w", devEnvironmentName, err)
 	}

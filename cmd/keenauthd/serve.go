@@ -103,7 +103,7 @@ func closeDB(db *gorm.DB) {
 	}
 }
 
-func domain(ctx context.Context, cfg config, log *slog.Logger, hooks plans.Hooks) (*plans.Service, *gorm.DB, error) {
+func domain(ctx context.Context, cfg config, log *slog.Logger, hooks plans.Hooks) (*plans.Domain, *gorm.DB, error) {
 	db, err := openDB(ctx, cfg.DatabaseURL, cfg.Pool)
 	if err != nil {
 		return nil, nil, err
@@ -111,7 +111,7 @@ func domain(ctx context.Context, cfg config, log *slog.Logger, hooks plans.Hooks
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
 	// The admin commands call no federation service.
-	return plans.NewService(configdb.New(db, nil, configdb.Options{}), federation.Unconfigured{}, pc, log, hooks), db, nil
+	return plans.New(configdb.New(db, nil, configdb.Options{}), federation.Unconfigured{}, pc, log, hooks), db, nil
 }
 
 func envCreate(ctx context.Context, cfg config, args []string, stdout io.Writer) error {
@@ -126,7 +126,7 @@ func envCreate(ctx context.Context, cfg config, args []string, stdout io.Writer)
 		return err
 	}
 	defer closeDB(db)
-	env, err := svc.CreateEnvironment(ctx, *name)
+	env, err := svc.Environments.CreateEnvironment(ctx, *name)
 	if err != nil {
 		return err
 	}
@@ -167,14 +167,14 @@ func keyCreate(ctx context.Context, cfg config, args []string, stdout io.Writer)
 			return usageError{"key create --owner: " + err.Error()}
 		}
 	}
-	k, err := createKey(ctx, svc, *env, list, owner)
+	k, err := createKey(ctx, svc.Keys, *env, list, owner)
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(k)
 }
 
-func createKey(ctx context.Context, svc *plans.Service, env string, perms []string, owner *string) (plans.CreatedKey, error) {
+func createKey(ctx context.Context, svc *plans.Keys, env string, perms []string, owner *string) (plans.CreatedKey, error) {
 	if owner == nil {
 		return svc.CreateKey(ctx, env, perms)
 	}
@@ -208,9 +208,9 @@ func keyRevoke(ctx context.Context, cfg config, args []string, stdout, stderr io
 	}
 	defer closeDB(db)
 	if *env != "" {
-		err = svc.RevokeEnvironmentKey(ctx, *env, ids[0])
+		err = svc.Keys.RevokeEnvironmentKey(ctx, *env, ids[0])
 	} else {
-		err = svc.RevokeKey(ctx, ids[0])
+		err = svc.Keys.RevokeKey(ctx, ids[0])
 	}
 	var unpublished *plans.RevocationNotPublished
 	if errors.As(err, &unpublished) {
@@ -300,10 +300,9 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 	var draining atomic.Bool
 	b := service.Backend{DB: configdb.New(db, nil, m.Storage(configdb.Options{})), Federation: m.Federation(fed), Redis: rdb, Prefix: "keenauthd:"}
 	w := service.Wire(b, settings(cfg, log, m, m.Plans(plans.Hooks{}), []byte(cfg.IdempotencySecret), &draining))
-	svc := w.Plans
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
-	go service.FollowRevocations(followCtx, rdb, "keenauthd:", svc, log)
+	go service.FollowRevocations(followCtx, rdb, "keenauthd:", w.Domain.Keys, log)
 	for name, f := range map[string]any{"limiter": w.Limiter, "fleet": w.Fleet} {
 		if f, ok := f.(metrics.Failures); ok {
 			m.RegisterFailOpens(name, f)
@@ -321,7 +320,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 	// The address, for the scripts and tests that start serve on port 0,
 	// as a JSON line too: every line keenauthd writes is one (§23).
 	_ = json.NewEncoder(stdout).Encode(map[string]string{"msg": "listening on", "addr": ln.Addr().String()})
-	return runServer(ctx, cfg, ln, running, &draining, newSweeper(svc, cfg, newSweepLock(rdb, "keenauthd:"), log), m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, &draining, newSweeper(w.Domain.Retention, cfg, newSweepLock(rdb, "keenauthd:"), log), m.Handler(), log)
 }
 
 // settings are the choices of serve and dev for one keenauthd: the

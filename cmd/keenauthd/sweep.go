@@ -18,13 +18,13 @@ const sweepEvery = time.Hour
 // sweeper runs the retention sweep (revisions, plans and their events):
 // at start, then every hour, one replica at a time.
 type sweeper struct {
-	svc  *plans.Service
+	svc  *plans.Retention
 	cfg  plans.SweepConfig
 	lock *sweepLock // nil: the only process on its storage (dev mode)
 	log  *slog.Logger
 }
 
-func newSweeper(svc *plans.Service, cfg config, lock *sweepLock, log *slog.Logger) *sweeper {
+func newSweeper(svc *plans.Retention, cfg config, lock *sweepLock, log *slog.Logger) *sweeper {
 	return &sweeper{svc: svc, cfg: plans.SweepConfig{PlanRetention: cfg.PlanRetention}, lock: lock, log: log}
 }
 

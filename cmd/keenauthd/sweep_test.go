@@ -19,11 +19,11 @@ func TestSweepRunsOnOneReplicaAtATime(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	rdb, prefix := testdb.Redis(t)
-	svc := plans.NewService(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, plans.DefaultConfig(), nil, plans.Hooks{})
+	svc := plans.New(configdb.New(db.DB, nil, configdb.Options{}), federation.Unconfigured{}, plans.DefaultConfig(), nil, plans.Hooks{})
 	replica := func() *sweeper {
 		lock := newSweepLock(rdb, prefix)
 		lock.lease = 300 * time.Millisecond
-		return &sweeper{svc: svc, lock: lock, log: slog.New(slog.DiscardHandler)}
+		return &sweeper{svc: svc.Retention, lock: lock, log: slog.New(slog.DiscardHandler)}
 	}
 	a, b := replica(), replica()
 	ctx := context.Background()

@@ -44,11 +44,11 @@ func TestCurrentAPIKeyAnswersTheRequestsKeyWithItsPermissionsSorted(t *testing.T
 	ctx := context.Background()
 	before := time.Now().UTC().Truncate(time.Millisecond)
 	// Given out of order and repeated: answered sorted, once each.
-	some, err := e.Plans.CreateKey(ctx, e.EnvID, []string{config.PermManagementLogsRead, "apis:read", config.PermConfigRead, "apis:read"})
+	some, err := e.Domain.Keys.CreateKey(ctx, e.EnvID, []string{config.PermManagementLogsRead, "apis:read", config.PermConfigRead, "apis:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	none, err := e.Plans.CreateKey(ctx, e.EnvID, nil)
+	none, err := e.Domain.Keys.CreateKey(ctx, e.EnvID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,14 @@ func TestCurrentAPIKeyAnswersTheRequestsKeyWithItsPermissionsSorted(t *testing.T
 func TestCurrentAPIKeyRefusesEveryBearerThatIsNotAValidKey(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
-	revoked, err := e.Plans.CreateKey(context.Background(), e.EnvID, config.AllPermissions())
+	revoked, err := e.Domain.Keys.CreateKey(context.Background(), e.EnvID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := e.Do(apitest.Request{Method: "GET", Path: "/v1/api-keys/current", Secret: revoked.Secret}); r.Status != http.StatusOK {
 		t.Fatalf("before the revocation: %d %s", r.Status, r.Body)
 	}
-	if err := e.Plans.RevokeKey(context.Background(), revoked.ID); err != nil {
+	if err := e.Domain.Keys.RevokeKey(context.Background(), revoked.ID); err != nil {
 		t.Fatal(err)
 	}
 	for name, secret := range map[string]string{

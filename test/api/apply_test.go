@@ -354,11 +354,11 @@ func applyErrorCases() []applyCase {
 			}},
 		{name: "apply401RevokedKey", status: 401, code: "unauthenticated", planStatus: "planned", events: created,
 			setup: func(k *applyEnv) applyCall {
-				ck, err := k.e.Plans.CreateKey(context.Background(), k.e.EnvID, config.AllPermissions())
+				ck, err := k.e.Domain.Keys.CreateKey(context.Background(), k.e.EnvID, config.AllPermissions())
 				if err != nil {
 					k.t.Fatal(err)
 				}
-				if err := k.e.Plans.RevokeKey(context.Background(), ck.ID); err != nil {
+				if err := k.e.Domain.Keys.RevokeKey(context.Background(), ck.ID); err != nil {
 					k.t.Fatal(err)
 				}
 				return applyCall{plan: k.planID(envSettings("Renamed"), false), secret: ck.Secret}
@@ -395,11 +395,11 @@ func applyErrorCases() []applyCase {
 		{name: "apply404OtherEnvironment", status: 404, code: "not_found", planStatus: "planned", events: created,
 			setup: func(k *applyEnv) applyCall {
 				ctx := context.Background()
-				other, err := k.e.Plans.CreateEnvironment(ctx, "Other")
+				other, err := k.e.Domain.Environments.CreateEnvironment(ctx, "Other")
 				if err != nil {
 					k.t.Fatal(err)
 				}
-				ck, err := k.e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
+				ck, err := k.e.Domain.Keys.CreateKey(ctx, other.ID, config.AllPermissions())
 				if err != nil {
 					k.t.Fatal(err)
 				}
@@ -1085,12 +1085,12 @@ func TestApplyKeepsNothingWhenTheLastWriteFails(t *testing.T) {
 
 	// Called on the domain service: an unexpected database error is a 500,
 	// which the API harness refuses by contract.
-	a, err := k.e.Plans.Authenticate(context.Background(), k.e.Secret)
+	a, err := k.e.Domain.Keys.Authenticate(context.Background(), k.e.Secret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.RequestID = config.NewID(config.PrefixRequest)
-	_, err = k.e.Plans.Apply(context.Background(), a, id, &plans.ApplyRequest{}, plans.ApplyOptions{})
+	_, err = k.e.Domain.Plans.Apply(context.Background(), a, id, &plans.ApplyRequest{}, plans.ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
 		t.Fatalf("apply error = %v, want the trigger's", err)
 	}

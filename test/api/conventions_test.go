@@ -85,7 +85,7 @@ func expectErrors(t *testing.T, p contractProblem, want ...string) {
 // secret.
 func keyWithPerms(t *testing.T, e *apitest.Env, perms ...string) (id, secret string) {
 	t.Helper()
-	k, err := e.Plans.CreateKey(context.Background(), e.EnvID, perms)
+	k, err := e.Domain.Keys.CreateKey(context.Background(), e.EnvID, perms)
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}

@@ -655,7 +655,7 @@ func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
 	id := e.Plan(connDoc(map[string]any{"acme-sso": oidcConn("ACME", false, "abc")}), false)["id"].(string)
-	a, err := e.Plans.Authenticate(context.Background(), e.Secret)
+	a, err := e.Domain.Keys.Authenticate(context.Background(), e.Secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +670,7 @@ func TestApplyFinishesMaterialWritesWhenTheClientGoesAway(t *testing.T) {
 		fedWaitPuts(t, e, 1)
 		cancel()
 	}()
-	res, err := e.Plans.Apply(ctx, a, id, req, plans.ApplyOptions{})
+	res, err := e.Domain.Plans.Apply(ctx, a, id, req, plans.ApplyOptions{})
 	if err != nil || res.Plan.Status != "applied" {
 		t.Fatalf("apply: %v %+v", err, res.Plan)
 	}

@@ -12,7 +12,7 @@ import (
 // ownedKey creates an API key of the environment for owner, holding perms.
 func ownedKey(t *testing.T, e *apitest.Env, owner string, perms ...string) (id, secret string) {
 	t.Helper()
-	k, err := e.Plans.CreateOwnedKey(context.Background(), e.EnvID, owner, perms)
+	k, err := e.Domain.Keys.CreateOwnedKey(context.Background(), e.EnvID, owner, perms)
 	if err != nil {
 		t.Fatalf("create key for %q: %v", owner, err)
 	}

@@ -133,7 +133,7 @@ func TestPlanCreationRefusals(t *testing.T) {
 		"environment-settings:write", "branding:write")
 	_, nothing := keyWithPerms(t, e)
 	revokedID, revoked := keyWithPerms(t, e, all...)
-	if err := e.Plans.RevokeKey(context.Background(), revokedID); err != nil {
+	if err := e.Domain.Keys.RevokeKey(context.Background(), revokedID); err != nil {
 		t.Fatal(err)
 	}
 

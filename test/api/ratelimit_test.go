@@ -171,11 +171,11 @@ func TestInflightLimit429WhileAnApplyRuns(t *testing.T) {
 
 	// Another environment over the same Redis and database.
 	ctx := context.Background()
-	other, err := e.Plans.CreateEnvironment(ctx, "Other")
+	other, err := e.Domain.Environments.CreateEnvironment(ctx, "Other")
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
+	key, err := e.Domain.Keys.CreateKey(ctx, other.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +199,11 @@ func TestFleetCapacity503WhileAnApplyRuns(t *testing.T) {
 	e := apitest.Setup(t, apitest.Options{DB: dbOpts, FleetLimit: 1})
 	defer release()
 	ctx := context.Background()
-	other, err := e.Plans.CreateEnvironment(ctx, "Other")
+	other, err := e.Domain.Environments.CreateEnvironment(ctx, "Other")
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
+	key, err := e.Domain.Keys.CreateKey(ctx, other.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,11 +56,11 @@ func brandingDoc(color string) map[string]any {
 func otherEnvironment(t *testing.T, e *apitest.Env) (envID, secret string) {
 	t.Helper()
 	ctx := context.Background()
-	env, err := e.Plans.CreateEnvironment(ctx, "Other")
+	env, err := e.Domain.Environments.CreateEnvironment(ctx, "Other")
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := e.Plans.CreateKey(ctx, env.ID, config.AllPermissions())
+	k, err := e.Domain.Keys.CreateKey(ctx, env.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestAuthenticationFailuresAnswer401(t *testing.T) {
 	t.Parallel()
 	e := apitest.Setup(t, apitest.Options{})
 	revokedID, revoked := keyWithPerms(t, e, config.AllPermissions()...)
-	if err := e.Plans.RevokeKey(context.Background(), revokedID); err != nil {
+	if err := e.Domain.Keys.RevokeKey(context.Background(), revokedID); err != nil {
 		t.Fatal(err)
 	}
 	planID := e.Plan(brandingDoc("#000000"), false)["id"].(string)

@@ -311,11 +311,11 @@ func rebaseErrorCases() []rebaseCase {
 	renamed := func(k *applyEnv) string { return k.planID(envSettings("Renamed"), false) }
 	otherEnvSecret := func(k *applyEnv) string {
 		ctx := context.Background()
-		other, err := k.e.Plans.CreateEnvironment(ctx, "Other")
+		other, err := k.e.Domain.Environments.CreateEnvironment(ctx, "Other")
 		if err != nil {
 			k.t.Fatal(err)
 		}
-		ck, err := k.e.Plans.CreateKey(ctx, other.ID, config.AllPermissions())
+		ck, err := k.e.Domain.Keys.CreateKey(ctx, other.ID, config.AllPermissions())
 		if err != nil {
 			k.t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func TestSweepDeletesPlansPastTheirRetention(t *testing.T) {
 	recentPlanned := k.planID(envSettings("Recent planned"), false)
 
 	expiredRevisions := int(k.count("config_revisions", "")) - 1 // an apply prunes its environment's too
-	res, err := k.e.Plans.Sweep(context.Background(), plans.SweepConfig{PlanRetention: 90 * 24 * time.Hour, Batch: 2})
+	res, err := k.e.Domain.Retention.Sweep(context.Background(), plans.SweepConfig{PlanRetention: 90 * 24 * time.Hour, Batch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestSweepDeletesPlansPastTheirRetention(t *testing.T) {
 	if n := k.count("config_revisions", ""); n != 1 {
 		t.Errorf("%d revisions left, want the recent one", n)
 	}
-	if again, err := k.e.Plans.Sweep(context.Background(), plans.SweepConfig{PlanRetention: 90 * 24 * time.Hour}); err != nil || again != (plans.SweepResult{}) {
+	if again, err := k.e.Domain.Retention.Sweep(context.Background(), plans.SweepConfig{PlanRetention: 90 * 24 * time.Hour}); err != nil || again != (plans.SweepResult{}) {
 		t.Errorf("a second sweep deleted %+v, %v; want nothing", again, err)
 	}
 }

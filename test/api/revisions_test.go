@@ -119,7 +119,7 @@ func TestRevisionsExpireAfterNinetyDays(t *testing.T) {
 	if n := k.count("config_revisions", ""); n != 3 {
 		t.Fatalf("%d revisions stored before the sweep, want 3", n)
 	}
-	n, err := k.e.Plans.PruneRevisions(context.Background())
+	n, err := k.e.Domain.Retention.PruneRevisions(context.Background())
 	if err != nil || n != 2 {
 		t.Errorf("PruneRevisions = %d, %v; want 2", n, err)
 	}
@@ -254,7 +254,7 @@ func TestRestoreCountsAgainstTheRateLimit(t *testing.T) {
 	k := newApplyEnv(t, apitest.Options{RateLimit: ratelimit.Config{Quota: 2, Window: time.Minute, Inflight: 10}})
 	// The revision is made on the domain service, past the limiter.
 	ctx := context.Background()
-	a, err := k.e.Plans.Authenticate(ctx, k.e.Secret)
+	a, err := k.e.Domain.Keys.Authenticate(ctx, k.e.Secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,11 +263,11 @@ func TestRestoreCountsAgainstTheRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := k.e.Plans.CreatePlan(ctx, a, pr)
+	p, err := k.e.Domain.Plans.CreatePlan(ctx, a, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := k.e.Plans.Apply(ctx, a, p.ID, &plans.ApplyRequest{}, plans.ApplyOptions{})
+	res, err := k.e.Domain.Plans.Apply(ctx, a, p.ID, &plans.ApplyRequest{}, plans.ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ type Options struct {
 type Env struct {
 	T       testing.TB
 	DB      *testdb.Database // on the embedded backend, a SQLite file (URL empty)
-	Plans   *plans.Service
+	Domain  *plans.Domain
 	Handler http.Handler
 	Clock   *Clock
 	Fed     *fakefederation.Server
@@ -241,12 +241,12 @@ func Setup(t testing.TB, opt Options) *Env {
 		b.Redis, b.Prefix = stores, e.Prefix
 	}
 	w := service.Wire(b, st)
-	e.Plans, e.Handler = w.Plans, w.Handler
+	e.Domain, e.Handler = w.Domain, w.Handler
 	if r := opt.Replica; r != nil {
 		e.EnvID, e.Secret = r.EnvID, r.Secret
 		return e
 	}
-	env, err := e.Plans.CreateEnvironment(context.Background(), "Shop")
+	env, err := e.Domain.Environments.CreateEnvironment(context.Background(), "Shop")
 	if err != nil {
 		t.Fatalf("create environment: %v", err)
 	}
@@ -276,7 +276,7 @@ func (e *Env) RequireRedis() {
 // Key creates an API key of the environment holding perms.
 func (e *Env) Key(perms ...string) string {
 	e.T.Helper()
-	k, err := e.Plans.CreateKey(context.Background(), e.EnvID, perms)
+	k, err := e.Domain.Keys.CreateKey(context.Background(), e.EnvID, perms)
 	if err != nil {
 		e.T.Fatalf("create key: %v", err)
 	}

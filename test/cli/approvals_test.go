@@ -24,7 +24,7 @@ func TestApprovalsThroughTheCLI(t *testing.T) {
 		t.Fatalf("policies: %d %s", r.Status, r.Body)
 	}
 	key := func(owner string) string {
-		k, err := h.Plans.CreateOwnedKey(context.Background(), h.EnvID, owner, config.AllPermissions())
+		k, err := h.Domain.Keys.CreateOwnedKey(context.Background(), h.EnvID, owner, config.AllPermissions())
 		if err != nil {
 			t.Fatal(err)
 		}

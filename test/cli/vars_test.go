@@ -29,11 +29,11 @@ type environment struct {
 
 func (h *harness) newEnvironment(t *testing.T, name string) *environment {
 	t.Helper()
-	env, err := h.Plans.CreateEnvironment(context.Background(), name)
+	env, err := h.Domain.Environments.CreateEnvironment(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := h.Plans.CreateKey(context.Background(), env.ID, config.AllPermissions())
+	k, err := h.Domain.Keys.CreateKey(context.Background(), env.ID, config.AllPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
