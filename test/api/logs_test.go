@@ -76,15 +76,16 @@ func TestManagementLogListsEntriesNewestFirst(t *testing.T) {
 		}
 	}
 
-	// Only config.applied, with the counts and the revision.
+	// Only config.applied, with the counts, the approvals it counted (none
+	// here) and the revision.
 	only, _, _ := k.logPage("?type=config.applied")
 	if len(only) != 3 {
 		t.Fatalf("%d config.applied entries, want 3", len(only))
 	}
 	wantCounts := []map[string]any{
-		{"created": 0.0, "updated": 0.0, "deleted": 1.0, "unchanged": 0.0},
-		{"created": 1.0, "updated": 1.0, "deleted": 0.0, "unchanged": 0.0},
-		{"created": 0.0, "updated": 1.0, "deleted": 0.0, "unchanged": 0.0},
+		{"created": 0.0, "updated": 0.0, "deleted": 1.0, "unchanged": 0.0, "approved_by": []any{}},
+		{"created": 1.0, "updated": 1.0, "deleted": 0.0, "unchanged": 0.0, "approved_by": []any{}},
+		{"created": 0.0, "updated": 1.0, "deleted": 0.0, "unchanged": 0.0, "approved_by": []any{}},
 	}
 	for i, l := range only {
 		if l["type"] != "config.applied" || l["plan_id"] != id(2-i) || l["revision_id"] != applied[2-i]["revision_id"] {

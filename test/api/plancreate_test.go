@@ -459,6 +459,7 @@ func TestPlanOfExampleDocument(t *testing.T) {
 	  "requires_sp_host": true,
 	  "summary": {"create": 4, "update": 1, "delete": 1, "no_op": 0},
 	  "created_at": "…", "expires_at": "…", "applied_at": null, "revision_id": null, "created_by": "`+keyID+`",
+	  "created_by_owner": null, "approvals": [], "approvals_required": 0, "rejection": null,
 	  "rebased_from": null, "moved": []
 	}`)
 	if diff := cmp.Diff(want, got); diff != "" {
