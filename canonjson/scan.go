@@ -110,6 +110,13 @@ func SkipValue(b []byte, i int) (int, bool) {
 	return i, depth == 0
 }
 
+// SkipString returns the end of the string whose opening quote is b[i]
+// (the index after its closing quote), finding the quotes and backslashes
+// as skipString does; ok is false when the string does not end.
+func SkipString(b []byte, i int) (int, bool) {
+	return skipString(b, i+1)
+}
+
 // skipString returns the end of the string whose content starts at b[i:]
 // (after its closing quote): the first quote that no backslash escapes,
 // any other byte taken as it is. Most of a spec is the text of its

@@ -233,7 +233,7 @@ func stringIdentity(arr []byte, i int) (int, elementID, bool) {
 	if arr[i] != '"' {
 		return 0, elementID{}, false
 	}
-	end := skipCanonical(arr, i)
+	end, _ := canonjson.SkipString(arr, i)
 	return end, elementID{arr[i:end:end]}, true
 }
 
@@ -477,56 +477,17 @@ func nextMember(obj []byte, i int) (next int, name, value []byte) {
 	if obj[i] == '}' {
 		return i, nil, nil
 	}
-	end := skipCanonical(obj, i)
+	end, _ := canonjson.SkipString(obj, i)
 	name = obj[i+1 : end-1 : end-1]
 	if bytes.IndexByte(name, '\\') >= 0 {
 		var s string
 		_ = json.Unmarshal(obj[i:end], &s) // a canonical token decodes
 		name = []byte(s)
 	}
-	vEnd := skipCanonical(obj, end+1)
+	vEnd, _ := canonjson.SkipValue(obj, end+1)
 	value = obj[end+1 : vEnd : vEnd]
 	if next = vEnd; obj[next] == ',' {
 		next++
 	}
 	return next, name, value
-}
-
-// skipCanonical returns the end of the canonical value at b[i].
-func skipCanonical(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		// The closing quote is the first one after no backslash or an
-		// even number of them.
-		for j := i + 1; ; {
-			q := j + bytes.IndexByte(b[j:], '"')
-			n := 0
-			for b[q-1-n] == '\\' {
-				n++
-			}
-			if n%2 == 0 {
-				return q + 1
-			}
-			j = q + 1
-		}
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = skipCanonical(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	default:
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
-			i++
-		}
-		return i
-	}
 }
