@@ -35,6 +35,12 @@ export function can(...perms) {
   return !!session && perms.every((p) => session.permissions.includes(p));
 }
 
+// signedInKey is the signed-in key as GET /v1/api-keys/current describes
+// it (id, owner, permissions), null before sign-in.
+export function signedInKey() {
+  return session;
+}
+
 export function navigate(path, replace) {
   if (replace) history.replaceState(null, '', path);
   else history.pushState(null, '', path);
@@ -123,6 +129,7 @@ function renderHeader() {
       brand,
       h('div', { class: 'who' },
         h('span', { class: 'env' }, h('span', { class: 'muted' }, 'Environment '), h('code', { id: 'environment' }, session.environment_id)),
+        session.owner ? h('span', { class: 'env' }, h('span', { class: 'muted' }, 'Signed in as '), h('code', { id: 'owner' }, session.owner)) : null,
         h('details', { class: 'perms' },
           h('summary', {}, `${perms.length} permission${perms.length === 1 ? '' : 's'}`),
           h('ul', { id: 'permissions' }, perms.map((p) => h('li', {}, h('code', {}, p))))),

@@ -72,6 +72,9 @@ export function problem(p) {
     extras.push(h('p', {}, 'Unconfirmed deletions: ', b.unconfirmed_deletions.map((x, i) => [i ? ', ' : '', h('code', {}, x)])));
   }
   if (b.retry_after !== undefined) extras.push(h('p', {}, `Retry after ${b.retry_after} s.`));
+  if (b.approvals_required !== undefined && b.approvals_received !== undefined) {
+    extras.push(h('p', {}, `Approvals: ${b.approvals_received} of ${b.approvals_required}.`));
+  }
   const errors = Array.isArray(b.errors) ? b.errors : [];
   return h('div', { class: 'problem', role: 'alert' },
     h('h2', { class: 'problem-title' }, b.title || 'Request failed',
@@ -125,4 +128,13 @@ export function revisionLink(id) {
 
 export function loading() {
   return h('p', { class: 'muted', role: 'status' }, 'Loading…');
+}
+
+// actor names who did something: the key's owner (§17) with the key id
+// beside it, or the key id alone for a key that names no owner.
+export function actor(apiKeyID, owner) {
+  if (!apiKeyID && !owner) return h('span', { class: 'muted' }, '—');
+  if (!owner) return h('code', { class: 'actor-key' }, apiKeyID);
+  return h('span', { class: 'actor' }, h('span', { class: 'actor-owner' }, owner),
+    apiKeyID ? [' ', h('code', { class: 'actor-key muted' }, apiKeyID)] : null);
 }

@@ -1,14 +1,24 @@
 // The management log, with a type filter; entries link to their plan and
 // revision.
 import { request, KINDS } from './api.js';
-import { h, clear, time, pager, table, planLink, revisionLink, loading } from './dom.js';
+import { h, clear, time, pager, table, planLink, revisionLink, loading, actor } from './dom.js';
 import { page, current, navigate } from './app.js';
 
 const TYPES = ['config.applied', ...KINDS.flatMap((k) => ['created', 'updated', 'deleted'].map((a) => `${k}.${a}`))];
 
+// approversText names config.applied's approvers (§17): each owner, or the
+// key id of a key without owner.
+function approversText(v) {
+  if (v.length === 0) return 'none';
+  return v.map((a) => (a && (a.owner || a.api_key_id)) || '?').join(', ');
+}
+
 function dataText(d) {
   if (!d) return '';
-  return Object.entries(d).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ');
+  return Object.entries(d).map(([k, v]) => {
+    if (k === 'approved_by' && Array.isArray(v)) return `${k}: ${approversText(v)}`;
+    return `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`;
+  }).join(', ');
 }
 
 export async function logsPage({ seq, params }) {
@@ -31,9 +41,9 @@ export async function logsPage({ seq, params }) {
   clear(body);
   if (list.data.length === 0) body.append(h('p', { class: 'empty' }, type ? `No ${type} entry.` : 'No entry yet.'));
   else {
-    body.append(table('Management log, newest first', ['When', 'Type', 'Details', 'Plan', 'Revision', 'Key'],
+    body.append(table('Management log, newest first', ['When', 'Type', 'Details', 'Plan', 'Revision', 'By'],
       list.data.map((e) => [time(e.created_at), h('code', {}, e.type), dataText(e.data), planLink(e.plan_id),
-        revisionLink(e.revision_id), h('code', {}, (e.actor && e.actor.api_key_id) || '—')])));
+        revisionLink(e.revision_id), actor(e.actor && e.actor.api_key_id, e.actor && e.actor.owner)])));
   }
   const pg = pager(list, params);
   if (pg) body.append(pg);

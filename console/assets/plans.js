@@ -1,10 +1,11 @@
 // The plans list and the plan page: review, Validate, Rebase, Apply.
 import { request, newIdempotencyKey, readPermission, writePermission, Problem, KINDS } from './api.js';
-import { h, clear, time, badge, problem, pager, table, planLink, revisionLink, loading, link } from './dom.js';
+import { h, clear, time, badge, problem, pager, table, planLink, revisionLink, loading, link, actor } from './dom.js';
 import { page, can, current, navigate } from './app.js';
 import { diffOps, fieldPath } from './diff.js';
+import { reviewSection, approvalsMissing } from './review.js';
 
-const STATUSES = ['planned', 'applying', 'applied', 'conflicted', 'expired'];
+const STATUSES = ['planned', 'applying', 'applied', 'conflicted', 'expired', 'rejected'];
 
 // typesText writes a plan's or revision's types compactly, as the CLI's
 // lists do: "all" for every kind, the kind for one, else how many of all.
@@ -40,8 +41,9 @@ export async function plansPage({ seq, params }) {
   if (list.data.length === 0) {
     body.append(h('p', { class: 'empty' }, status ? `No plan is ${status}.` : 'No plan yet.'));
   } else {
-    body.append(table('Plans, newest first', ['Plan', 'Status', 'Created', 'Types', 'Changes'],
-      list.data.map((p) => [planLink(p.id), badge(p.status), time(p.created_at), h('span', { title: p.types.join(', ') }, typesText(p.types)),
+    body.append(table('Plans, newest first', ['Plan', 'Status', 'Created', 'Created by', 'Types', 'Changes'],
+      list.data.map((p) => [planLink(p.id), badge(p.status), time(p.created_at), actor(p.created_by, p.created_by_owner),
+        h('span', { title: p.types.join(', ') }, typesText(p.types)),
         h('span', { class: 'mono', title: 'create, update, delete, unchanged' }, summaryText(p.summary))])));
   }
   const pg = pager(list, params);
@@ -176,20 +178,28 @@ function secretsSection(p) {
     ] : null);
 }
 
-// canApplyHere reports whether the page offers Apply (and its checkboxes).
-function canApplyHere(p) {
+// canValidateHere reports whether the page offers Validate (and the
+// apply's checkboxes): validate_only does not count approvals (§17).
+function canValidateHere(p) {
   const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
   return p.status === 'planned' && !needsSecrets && can(...applyPermissions(p));
 }
 
+// canApplyHere reports whether the page offers Apply: not while approvals
+// are missing.
+function canApplyHere(p) {
+  return canValidateHere(p) && approvalsMissing(p) === 0;
+}
+
 function actionsSection(p, rebasedAs, onResult, onRefused, refusal) {
   const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
+  const canValidate = canValidateHere(p);
   const canApply = canApplyHere(p);
   // A plan already rebased is not offered the rebase again: the page names
   // the plan that replaced it instead.
   const canRebase = rebasedAs.length === 0 && ['planned', 'conflicted', 'expired'].includes(p.status) &&
     can('config:write', ...p.types.map(readPermission));
-  if (!canApply && !canRebase) return null;
+  if (!canValidate && !canRebase) return null;
   const out = h('div', { class: 'result', 'aria-live': 'polite' }, refusal ? problem(refusal) : null);
   const controls = [];
   const confirms = (p.warnings || []).filter((w) => w.code === 'deletion_requires_confirmation').map((w) => w.target);
@@ -200,7 +210,7 @@ function actionsSection(p, rebasedAs, onResult, onRefused, refusal) {
     return box;
   });
   let spHost = null;
-  if (p.requires_sp_host && canApply) {
+  if (p.requires_sp_host && canValidate) {
     spHost = h('input', { id: 'sp-host', type: 'text', autocomplete: 'off', placeholder: 'login.example.com', 'aria-describedby': 'sp-host-help' });
     controls.push(h('div', { class: 'field' }, h('label', { for: 'sp-host' }, 'Service-provider host'), spHost,
       h('p', { id: 'sp-host-help', class: 'muted small' }, 'The callback URLs are https://<host>/sso/<connection id>/callback.')));
@@ -229,7 +239,7 @@ function actionsSection(p, rebasedAs, onResult, onRefused, refusal) {
       for (const b of buttons) b.disabled = false;
     }
   };
-  if (canApply) {
+  if (canValidate) {
     buttons.push(h('button', { type: 'button', class: 'secondary', id: 'validate', onclick: (ev) => run(ev.target, 'Validating', async () => {
       await request(`/config-plans/${encodeURIComponent(p.id)}:apply?validate_only=true`, { method: 'POST', body: body(), idempotencyKey: newIdempotencyKey() });
       clear(out);
@@ -250,7 +260,9 @@ function actionsSection(p, rebasedAs, onResult, onRefused, refusal) {
   }
   return h('section', { class: 'card actions', 'aria-labelledby': 'actions-title' },
     h('h2', { id: 'actions-title' }, 'Actions'),
-    canApply ? null : h('p', { class: 'muted small' }, needsSecrets ? 'This plan needs secrets: apply it with the CLI command below.' : ''),
+    canValidate && !canApply ? h('p', { class: 'note', id: 'apply-held' },
+      `Apply is held back: ${approvalsMissing(p)} approval${approvalsMissing(p) === 1 ? '' : 's'} missing (see Review). Validate checks the plan meanwhile.`) : null,
+    canValidate ? null : h('p', { class: 'muted small' }, needsSecrets ? 'This plan needs secrets: apply it with the CLI command below.' : ''),
     controls, h('div', { class: 'buttons' }, buttons), out);
 }
 
@@ -294,7 +306,7 @@ function eventsSection(p, events) {
     events.length === 0 ? h('p', { class: 'empty' }, 'No event.') :
       h('ol', { class: 'timeline' }, events.map((e) => h('li', {},
         h('div', {}, h('strong', {}, e.type), ' ', time(e.created_at)),
-        h('div', { class: 'muted small' }, 'by ', h('code', {}, (e.actor && e.actor.api_key_id) || '—'),
+        h('div', { class: 'muted small' }, 'by ', actor(e.actor && e.actor.api_key_id, e.actor && e.actor.owner),
           e.request_id ? [' · request ', h('code', {}, e.request_id)] : null),
         eventData(p, e.data)))));
 }
@@ -328,7 +340,7 @@ function facts(p, rebasedAs) {
     ['Expires', time(p.expires_at)],
     ['Applied', time(p.applied_at)],
     ['Revision', revisionLink(p.revision_id)],
-    ['Created by', h('code', {}, p.created_by || '—')],
+    ['Created by', actor(p.created_by, p.created_by_owner)],
   ];
   if (p.rebased_from) rows.push(['Rebased from', planLink(p.rebased_from)]);
   if (rebasedAs.length) rows.push(['Rebased as', rebasedAs.map((id, i) => [i ? ', ' : '', planLink(id)])]);
@@ -357,11 +369,11 @@ function rebasesOf(events) {
   return events.filter((e) => e.type === 'plan_rebased' && e.data && e.data.plan_id).map((e) => e.data.plan_id);
 }
 
-function showPlan(p, events, seq, refusal) {
+function showPlan(p, events, seq, refusal, reviewNote) {
   const evs = events instanceof Problem ? null : events.data;
   const rebasedAs = rebasesOf(evs);
   const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
-  const how = canApplyHere(p) ? 'checkbox' : (p.status === 'planned' && needsSecrets ? 'command' : 'apply');
+  const how = canValidateHere(p) ? 'checkbox' : (p.status === 'planned' && needsSecrets ? 'command' : 'apply');
   const refused = async (err) => {
     let now;
     try {
@@ -383,6 +395,18 @@ function showPlan(p, events, seq, refusal) {
       if (note) note.focus();
     });
   };
+  const reviewed = (np, note) => {
+    if (!current(seq)) return;
+    request('/config-plans/' + encodeURIComponent(np.id) + '/events?limit=100').catch((err) => err).then((ev) => {
+      if (!current(seq)) return;
+      showPlan(np, ev, seq, null, note);
+      const shown = document.getElementById('review-note');
+      if (shown) {
+        shown.setAttribute('tabindex', '-1');
+        shown.focus();
+      }
+    });
+  };
   page('Plan ' + p.id,
     p.status === 'applied' ? h('p', { class: 'ok', id: 'apply-note', tabindex: '-1', role: 'status' },
       'Applied. Revision ', revisionLink(p.revision_id), ' keeps the configuration from before.') : null,
@@ -391,6 +415,7 @@ function showPlan(p, events, seq, refusal) {
     facts(p, rebasedAs),
     summaryCounts(p.summary),
     conflictSection(p, evs, rebasedAs),
+    reviewSection(p, reviewed, refused, reviewNote),
     actionsSection(p, rebasedAs, applied, refused, refusal) || (refusal ? problem(refusal) : null),
     secretsSection(p),
     movedSection(p),

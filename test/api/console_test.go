@@ -86,7 +86,7 @@ func TestConsoleIndexHasNoInlineScriptOrStyle(t *testing.T) {
 	if strings.Contains(index, "<style") || strings.Contains(index, "style=") || regexp.MustCompile(` on[a-z]+=`).MatchString(index) {
 		t.Error("index.html has an inline style or event handler")
 	}
-	for _, name := range []string{"app.js", "api.js", "dom.js", "diff.js", "plans.js", "revisions.js", "logs.js", "config.js"} {
+	for _, name := range []string{"app.js", "api.js", "dom.js", "diff.js", "plans.js", "revisions.js", "logs.js", "config.js", "review.js"} {
 		r := e.Do(apitest.Request{Method: "GET", Path: "/console/assets/" + name, Secret: "-"})
 		if r.Status != http.StatusOK {
 			t.Errorf("%s: %d", name, r.Status)

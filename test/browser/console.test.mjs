@@ -19,6 +19,16 @@ const XSS = '<img src=x onerror=alert(1)>';
 const VIEWPORTS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
+// The environment of the review tests (§17) and its keys: Alice plans and
+// applies, Bob (every permission) and Carol (config:approve and the reads)
+// review.
+const REVIEW_ENVIRONMENT = process.env.CONSOLE_REVIEW_ENVIRONMENT;
+const KEY_ALICE = process.env.CONSOLE_KEY_ALICE;
+const KEY_BOB = process.env.CONSOLE_KEY_BOB;
+const KEY_CAROL = process.env.CONSOLE_KEY_CAROL;
+const REVIEW_KEYS = [KEY_ALICE, KEY_BOB, KEY_CAROL].filter(Boolean);
+const INTERNAL_TOKEN = process.env.CONSOLE_INTERNAL_TOKEN;
+
 if (!BASE || !KEY_ALL || !KEY_READ) throw new Error('run through test/console: CONSOLE_URL and the keys are not set');
 
 let browser;
@@ -98,7 +108,7 @@ async function newPage(viewport = VIEWPORTS[0]) {
     if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) page.problems.push('console error: ' + m.text());
   });
   page.on('request', (r) => {
-    for (const k of [KEY_ALL, KEY_READ]) if (r.url().includes(k)) page.problems.push('key in a URL: ' + r.url());
+    for (const k of [KEY_ALL, KEY_READ, ...REVIEW_KEYS]) if (r.url().includes(k)) page.problems.push('key in a URL: ' + r.url());
     if (new URL(r.url()).origin !== new URL(BASE).origin) page.problems.push('request to another origin: ' + r.url());
   });
   return page;
@@ -504,4 +514,145 @@ test('the first hour: compact types, dotted paths, the new warnings, marked revi
   await check(page, 'revision-marked-fields');
   noProblems(page);
   await page.context().close();
+});
+
+// reviewPlan is a plan of Alice's in the review environment.
+async function reviewPlan(roles) {
+  const r = await api('POST', '/config-plans', { config: { roles } }, KEY_ALICE);
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  return r.body;
+}
+
+async function requireTwoApprovals() {
+  const resp = await fetch(`${BASE}/internal/v1/environments/${REVIEW_ENVIRONMENT}/policies`, {
+    method: 'PUT',
+    headers: { Authorization: 'Bearer ' + INTERNAL_TOKEN, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ required_approvals: 2 }),
+  });
+  assert.equal(resp.status, 200, await resp.text());
+}
+
+test('a plan that needs two approvals: Apply held back, two owners approve on the page, then Apply applies', async () => {
+  await requireTwoApprovals();
+  const plan = await reviewPlan({ reviewer: { display_name: 'Reviewer' } });
+  assert.equal(plan.approvals_required, 2);
+  assert.equal(plan.created_by_owner, 'alice@shop.example');
+
+  // The creating key: no Approve, no Reject, no Apply; Validate stays.
+  const alice = await newPage();
+  await signIn(alice, KEY_ALICE, '/console/plans/' + plan.id);
+  await title(alice, 'Plan ' + plan.id);
+  assert.equal(await alice.locator('#owner').textContent(), 'alice@shop.example');
+  assert.equal(await alice.locator('#approvals-count').textContent(), 'Approvals: 0 of 2');
+  assert.match(await alice.locator('#approvals-missing').textContent(), /^2 missing/);
+  assert.match(await alice.locator('#apply-held').textContent(), /2 approvals missing/);
+  for (const id of ['#approve', '#reject', '#apply', '#review-comment']) assert.equal(await alice.locator(id).count(), 0, id);
+  assert.equal(await alice.locator('#validate').count(), 1);
+  assert.match(await alice.locator('.facts').textContent(), /alice@shop\.example/);
+  await check(alice, 'plan-approvals-missing');
+
+  // Bob approves with a comment.
+  const bob = await newPage();
+  await signIn(bob, KEY_BOB, '/console/plans/' + plan.id);
+  await title(bob, 'Plan ' + plan.id);
+  assert.equal(await bob.locator('#apply').count(), 0);
+  await bob.locator('#review-comment').fill('Checked with the support team');
+  await bob.locator('#approve').click();
+  await bob.locator('#review-note', { hasText: 'Approved.' }).waitFor();
+  assert.equal(await bob.locator('#approvals-count').textContent(), 'Approvals: 1 of 2');
+  assert.match(await bob.locator('#approvals-missing').textContent(), /^1 missing/);
+  const first = await bob.locator('#approvals li').allTextContents();
+  assert.ok(first.length === 1 && first[0].includes('bob@shop.example') && first[0].includes('Checked with the support team'), first.join(' | '));
+  // A key that approved is not offered a second approval.
+  assert.equal(await bob.locator('#approve').count(), 0);
+  assert.equal(await bob.locator('#approved-already').count(), 1);
+  assert.equal(await bob.locator('#apply').count(), 0);
+  await bob.locator('.timeline li', { hasText: 'plan_approved' }).filter({ hasText: 'bob@shop.example' }).waitFor();
+  await check(bob, 'plan-approved-once');
+  noProblems(bob);
+  await bob.context().close();
+
+  // Carol approves without a comment; she may not apply (no config:write).
+  const carol = await newPage();
+  await signIn(carol, KEY_CAROL, '/console/plans/' + plan.id);
+  await title(carol, 'Plan ' + plan.id);
+  await carol.locator('#approve').click();
+  await carol.locator('#review-note', { hasText: 'Approved.' }).waitFor();
+  assert.equal(await carol.locator('#approvals-count').textContent(), 'Approvals: 2 of 2');
+  assert.equal(await carol.locator('#approvals-missing').count(), 0);
+  assert.equal(await carol.locator('#apply').count(), 0);
+  noProblems(carol);
+  await carol.context().close();
+
+  // Alice's page, reloaded, offers Apply, which applies.
+  await alice.reload();
+  await title(alice, 'Plan ' + plan.id);
+  assert.equal(await alice.locator('#apply-held').count(), 0);
+  const approvers = await alice.locator('#approvals li .actor-owner').allTextContents();
+  assert.deepEqual(approvers, ['bob@shop.example', 'carol@shop.example']);
+  await check(alice, 'plan-approved');
+  await alice.locator('#apply').click();
+  await alice.locator('#apply-note', { hasText: 'Applied' }).waitFor();
+  assert.equal((await api('GET', '/config-plans/' + plan.id, undefined, KEY_ALICE)).body.status, 'applied');
+  // The management log names the applier and the approvers by owner.
+  await alice.locator('nav.nav').getByRole('link', { name: 'Management log' }).click();
+  await title(alice, 'Management log');
+  const row = alice.locator('tbody tr', { hasText: 'config.applied' }).first();
+  assert.match(await row.locator('td[data-label=By]').textContent(), /alice@shop\.example/);
+  assert.match(await row.locator('td[data-label=Details]').textContent(), /approved_by: bob@shop\.example, carol@shop\.example/);
+  await check(alice, 'logs-owners');
+  noProblems(alice);
+  await alice.context().close();
+});
+
+test('Reject needs a comment and shows the rejection; a review refused by the API shows its problem', async () => {
+  await requireTwoApprovals();
+  const plan = await reviewPlan({ 'to-reject': { display_name: 'To reject' } });
+  const bob = await newPage();
+  await signIn(bob, KEY_BOB, '/console/plans/' + plan.id);
+  await title(bob, 'Plan ' + plan.id);
+  // Without a comment the API refuses the rejection at /comment.
+  await bob.locator('#reject').click();
+  const refused = bob.locator('.review .problem');
+  await refused.waitFor();
+  assert.deepEqual(await refused.locator('.problem-errors .pointer').allTextContents(), ['/comment']);
+  assert.equal((await api('GET', '/config-plans/' + plan.id, undefined, KEY_BOB)).body.status, 'planned');
+  await bob.locator('#review-comment').fill('Not before the audit');
+  await bob.locator('#reject').click();
+  await bob.locator('#review-note', { hasText: 'Rejected.' }).waitFor();
+  const rejection = await bob.locator('#rejection').textContent();
+  assert.ok(rejection.includes('Rejected by') && rejection.includes('bob@shop.example') && rejection.includes('Not before the audit'), rejection);
+  assert.equal(await bob.locator('.facts .badge').first().textContent(), 'rejected');
+  for (const id of ['#approve', '#reject', '#apply', '#validate', '#rebase', '#approvals-missing']) assert.equal(await bob.locator(id).count(), 0, id);
+  await bob.locator('.timeline li', { hasText: 'plan_rejected' }).filter({ hasText: 'Not before the audit' }).waitFor();
+  await check(bob, 'plan-rejected');
+  noProblems(bob);
+  await bob.context().close();
+
+  // Carol's page is open when Bob rejects another plan: her Approve is
+  // refused with 409, and the page then shows the plan rejected.
+  const other = await reviewPlan({ 'raced': { display_name: 'Raced' } });
+  const carol = await newPage();
+  await signIn(carol, KEY_CAROL, '/console/plans/' + other.id);
+  await title(carol, 'Plan ' + other.id);
+  const rej = await api('POST', `/config-plans/${other.id}:reject`, { comment: 'Superseded' }, KEY_BOB);
+  assert.equal(rej.status, 200, JSON.stringify(rej.body));
+  await carol.locator('#approve').click();
+  const p = carol.locator('.problem', { hasText: 'config_plan_not_applicable' });
+  await p.waitFor();
+  assert.match(await p.textContent(), /Plan status: rejected/);
+  await carol.locator('.facts .badge', { hasText: 'rejected' }).waitFor();
+  assert.match(await carol.locator('#rejection').textContent(), /Superseded/);
+  assert.equal(await carol.locator('#approve').count(), 0);
+  await check(carol, 'plan-approve-refused');
+  noProblems(carol);
+
+  // The plans list says who created each plan, by owner.
+  await carol.goto(BASE + '/console/plans?status=rejected');
+  await title(carol, 'Plans');
+  const creators = await carol.locator('tbody td[data-label="Created by"] .actor-owner').allTextContents();
+  assert.ok(creators.length === 2 && creators.every((c) => c === 'alice@shop.example'), creators.join(','));
+  await check(carol, 'plans-rejected');
+  noProblems(carol);
+  await carol.context().close();
 });

@@ -1,7 +1,8 @@
 // Package console_test runs the support console in a real browser: it
 // builds keenauthd, serves it over a fresh PostgreSQL database and a
 // redis-server of its own, creates an environment and two keys (every
-// permission; reads only), and runs the Playwright scripts of test/browser
+// permission; reads only), a second environment with three keys of named
+// owners for the review of plans, and runs the Playwright scripts of test/browser
 // (node --test) against it in Debian's Chromium. The scripts seed plans
 // over the API themselves and write screenshots to test/browser/screenshots.
 package console_test
@@ -73,6 +74,19 @@ func TestConsoleInChromium(t *testing.T) {
 		return k.Secret
 	}
 	all, read := key("all"), key(strings.Join(readPermissions(), ","))
+	// A second environment for the review of plans (§17): the browser
+	// suite sets its required_approvals to 2. Alice plans and applies,
+	// Bob (every permission) and Carol (config:approve and the reads)
+	// review.
+	var reviewed struct{ ID string }
+	decode(t, procs.Command(t, binary, env, "env", "create", "--name", "Shop reviewed"), &reviewed)
+	ownedKey := func(perms, owner string) string {
+		var k struct{ Secret string }
+		decode(t, procs.Command(t, binary, env, "key", "create", "--env", reviewed.ID, "--permissions", perms, "--owner", owner), &k)
+		return k.Secret
+	}
+	alice, bob := ownedKey("all", "alice@shop.example"), ownedKey("all", "bob@shop.example")
+	carol := ownedKey(strings.Join(append(readPermissions(), config.PermConfigApprove), ","), "carol@shop.example")
 	n := procs.Serve(t, binary, env)
 
 	cmd := exec.Command(node, "--test", "--test-concurrency=1", "--test-reporter=spec", "console.test.mjs")
@@ -82,6 +96,11 @@ func TestConsoleInChromium(t *testing.T) {
 		"CONSOLE_ENVIRONMENT="+environment.ID,
 		"CONSOLE_KEY_ALL="+all,
 		"CONSOLE_KEY_READ="+read,
+		"CONSOLE_REVIEW_ENVIRONMENT="+reviewed.ID,
+		"CONSOLE_KEY_ALICE="+alice,
+		"CONSOLE_KEY_BOB="+bob,
+		"CONSOLE_KEY_CAROL="+carol,
+		"CONSOLE_INTERNAL_TOKEN=console-internal-token",
 		"CHROMIUM="+chromium,
 		"SCREENSHOTS="+filepath.Join(dir, "screenshots"),
 	)
