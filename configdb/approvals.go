@@ -25,9 +25,15 @@ func (ApprovalRow) TableName() string { return "plan_approvals" }
 // the one an apply's claim and an apply's transaction take, and a
 // concurrent apply's transaction that read the plan before this one
 // commits fails to serialize and runs again, counting what this one
-// added; on SQLite it makes the transaction the one writer. ErrNotFound
-// when there is no such plan.
+// added; on SQLite it makes the transaction the one writer. On PostgreSQL
+// the review's advisory lock is taken first (lockReview), so that an apply
+// that finds the row locked waits for the review (AwaitReview) instead of
+// answering that the plan is being applied. ErrNotFound when there is no
+// such plan.
 func (tx *Tx) LockPlanForReview(ctx context.Context, k PlanKey) (*PlanRow, error) {
+	if err := tx.lockReview(ctx, k); err != nil {
+		return nil, err
+	}
 	q, env, id := k.where()
 	ok, err := rows(tx.q(ctx).Exec("UPDATE config_plans SET status = status WHERE "+q, env, id))
 	if err != nil {

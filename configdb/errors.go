@@ -23,7 +23,8 @@ var (
 	// so the transaction may or may not have committed.
 	ErrCommitUnknown = errors.New("commit outcome unknown")
 	// ErrPlanBusy: an apply's transaction found the plan it was to claim
-	// locked by another apply's transaction (LockForApply).
+	// locked by another apply's transaction (LockForApply), or a review
+	// held it longer than AwaitReview waits.
 	ErrPlanBusy = errors.New("the plan is being applied")
 	// errRetry: a serialization failure or deadlock; the transaction is run again.
 	errRetry = errors.New("serialization failure")
@@ -48,7 +49,7 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w: %w", ErrUnstorableText, err)
 		case "40001", "40P01":
 			return fmt.Errorf("%w: %w", errRetry, err)
-		case "55P03": // lock_not_available: only LockForApply's NOWAIT
+		case "55P03": // lock_not_available: LockForApply's NOWAIT, AwaitReview's lock_timeout
 			return fmt.Errorf("%w: %w", ErrPlanBusy, err)
 		}
 		if lostSQLState(pe.Code) {

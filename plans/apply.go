@@ -190,6 +190,16 @@ func (s *Service) applyInTx(ctx context.Context, a Actor, p *Plan, opt ApplyOpti
 	h := hold{started: eventRow(a, p.ID, "apply_started", nil)}
 	defer s.releaseOnPanic(ctx, a, p, h)
 	out, known, err := s.runApplyTx(ctx, a, p, opt, h)
+	for waits := 0; known && errors.Is(err, configdb.ErrPlanBusy) && waits < maxReviewWaits; waits++ {
+		again, werr := s.afterReview(ctx, p, waits)
+		if werr != nil {
+			return ApplyResult{}, werr
+		}
+		if !again {
+			break
+		}
+		out, known, err = s.runApplyTx(ctx, a, p, opt, h)
+	}
 	if !known {
 		return ApplyResult{}, err
 	}
@@ -207,6 +217,34 @@ func (s *Service) applyInTx(ctx context.Context, a Actor, p *Plan, opt ApplyOpti
 		return ApplyResult{}, s.failedApply(ctx, a, p, h, err)
 	}
 	return ApplyResult{Plan: out.plan}, nil
+}
+
+// maxReviewWaits bounds how many times an apply's transaction runs again
+// after finding its plan locked by a review (afterReview), and reviewWait
+// how long it waits for one review: a review holds the plan for one short
+// statement.
+const (
+	maxReviewWaits = 3
+	reviewWait     = 2 * time.Second
+)
+
+// afterReview decides, after the apply's transaction of p found the plan
+// locked (the waits-th time), whether to run it again: a review of the
+// plan (§17) holds the plan's row as an apply's claim does, so the apply
+// waits for the review's lock (AwaitReview) and runs again once it is
+// free. The first time it runs again even when no review held the lock
+// any more: one may have ended between the claim and the wait. Otherwise
+// another apply holds the plan, and busyPlan answers. A review that
+// outlasts reviewWait is answered as busy too.
+func (s *Service) afterReview(ctx context.Context, p *Plan, waits int) (again bool, err error) {
+	held, err := s.db.AwaitReview(ctx, p.key(), reviewWait)
+	switch {
+	case errors.Is(err, configdb.ErrPlanBusy):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return held || waits == 0, nil
 }
 
 // busyPlan answers an apply whose transaction found its plan locked by
