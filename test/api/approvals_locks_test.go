@@ -46,7 +46,9 @@ func awaitLockWait(t *testing.T, e *apitest.Env, what string, done <-chan *apite
 // review holds the plan's row for its statement, as an apply's claim does.
 // An apply arriving meanwhile waits for the review, then answers as the
 // review left the plan: applied after an approval, 409 with plan_status
-// rejected after a rejection; never 409 applying. The review's lock is
+// rejected after a rejection; never 409 applying for a review that ends
+// within the apply's wait (2 s; one that outlasts it is answered as busy,
+// and the plan stays planned for the next apply). The review's lock is
 // held open by a transaction of the test (LockPlanForReview, what :approve
 // and :reject run first), so the race is the same every run.
 func TestApplyWaitsForAReviewHoldingThePlan(t *testing.T) {
@@ -63,12 +65,17 @@ func TestApplyWaitsForAReviewHoldingThePlan(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		reject bool
+		// stuck: the review holds the plan until the apply has answered.
+		stuck bool
 		// status and code of the apply's answer, and the plan's status after it.
 		status     int
 		code, plan string
 	}{
 		{name: "approval", status: http.StatusOK, plan: "applied"},
 		{name: "rejection", reject: true, status: http.StatusConflict, code: "config_plan_not_applicable", plan: "rejected"},
+		// The wait is bounded: a review that outlasts it is answered as a
+		// plan being applied, and the plan is applied by a later apply.
+		{name: "stuck", stuck: true, status: http.StatusConflict, code: "config_plan_not_applicable", plan: "applying"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := createPlanAs(t, e, creator, apiDoc("held-"+tc.name, 60))
@@ -92,20 +99,37 @@ func TestApplyWaitsForAReviewHoldingThePlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := make(chan *apitest.Response, 1)
+			start := time.Now()
 			go func() {
 				done <- e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":apply", Secret: creator})
 			}()
 			awaitLockWait(t, e, "pg_advisory_xact_lock", done)
+			var r *apitest.Response
+			if tc.stuck {
+				r = <-done
+				if waited := time.Since(start); waited < 2*time.Second {
+					t.Errorf("the apply answered after %v, before its wait for the review was over", waited)
+				}
+			}
 			close(release)
 			if err := <-held; err != nil {
 				t.Fatal(err)
 			}
-			r := <-done
+			if !tc.stuck {
+				r = <-done
+			}
 			if r.Status != tc.status || (tc.code != "" && (r.Code() != tc.code || r.JSON()["plan_status"] != tc.plan)) {
 				t.Fatalf("apply after the %s: %d %s", tc.name, r.Status, r.Body)
 			}
-			if got := e.Do(apitest.Request{Method: "GET", Path: "/v1/config-plans/" + id}).JSON()["status"]; got != tc.plan {
-				t.Errorf("the plan is %v, want %s", got, tc.plan)
+			want := tc.plan
+			if tc.stuck {
+				if r := e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans/" + id + ":apply", Secret: creator}); r.Status != http.StatusOK {
+					t.Fatalf("apply once the review ended: %d %s", r.Status, r.Body)
+				}
+				want = "applied"
+			}
+			if got := e.Do(apitest.Request{Method: "GET", Path: "/v1/config-plans/" + id}).JSON()["status"]; got != want {
+				t.Errorf("the plan is %v, want %s", got, want)
 			}
 		})
 	}
