@@ -144,3 +144,19 @@ func TestParsePGLogGroupsEachStatementsDurationsByDatabaseAndSource(t *testing.T
 		t.Errorf("without a database, every line counts: %+v", all)
 	}
 }
+
+func TestParseGCTraceReadsTheLiveHeapAndTheGoalOfEachCollection(t *testing.T) {
+	t.Parallel()
+	const log = `{"level":"INFO","msg":"request"}
+gc 7 @1.204s 1%: 0.023+2.1+0.004 ms clock, 0.047+0.3/1.0/0+0.008 ms cpu, 40->44->21 MB, 42 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 8 @1.900s 1%: 0.020+3.0+0.005 ms clock, 0.040+0.2/1.1/0+0.010 ms cpu, 52->60->38 MB, 55 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 9 @2.500s 1%: 0.020+3.0+0.005 ms clock, 0.040+0.2/1.1/0+0.010 ms cpu, 70->71->30 MB, 77 MB goal, 0 MB stacks, 0 MB globals, 2 P (forced)
+`
+	want := gcSummary{Collections: 3, MaxLiveMB: 38, MaxHeapMB: 71, MaxGoalMB: 77}
+	if got := parseGCTrace(log); got != want {
+		t.Errorf("parseGCTrace = %+v, want %+v", got, want)
+	}
+	if got := parseGCTrace(`{"msg":"no collection"}`); got != (gcSummary{}) {
+		t.Errorf("no gctrace line: %+v", got)
+	}
+}

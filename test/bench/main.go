@@ -139,6 +139,9 @@ type bench struct {
 	rows  []row
 	warm  envKey
 
+	// What a scenario needs to start a keenauthd of its own (P5).
+	bin, dbURL, redisURL, tmp string
+
 	// What the profiles of missed scenarios work on again.
 	p2Envs []envKey
 	p3Env  envKey
@@ -251,7 +254,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	}
 	defer pool.Close()
 
-	b := &bench{o: o, out: stdout, srv: srv, api: newAPI(srv.base, 32), bound: &bound{pool: pool}, rdb: rdb}
+	b := &bench{o: o, out: stdout, srv: srv, api: newAPI(srv.base, 32), bound: &bound{pool: pool}, rdb: rdb,
+		bin: bin, dbURL: dbURL, redisURL: fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp: tmp}
 	if err := b.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
