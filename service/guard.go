@@ -98,15 +98,18 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		s.leaseLost("idempotency")()
 		s.d.Log.WarnContext(c, "idempotency lease lost while the request ran", "request_id", requestID(c))
 	}
-	s.settleKey(c, scope, key, claim.Token, r)
+	s.settleKey(c, scope, key, claim.Token, &r)
 	s.write(c, r)
 }
 
 // settleKey ends the hold of an Idempotency-Key whose request ran and was
 // answered r: the answer is stored for the retries when it may be, else the
 // key is released so that a retry runs again.
-func (s *Server) settleKey(c *gin.Context, scope, key, token string, r response) {
+func (s *Server) settleKey(c *gin.Context, scope, key, token string, r *response) {
 	storable := idempotency.Storable(r.status, string(r.code))
+	if storable {
+		r.held()
+	}
 	if storable && len(r.body) > idempotency.MaxStoredBody {
 		// Too large to keep in Redis for a day (§23): the key is released
 		// and a retry runs again (an apply's retry is still answered from
