@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/textproto"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -153,10 +154,15 @@ func (s *Server) keyedFingerprint(scope, key, fp string) string {
 // it is read from the stored body here, for the access log.
 func replayed(stored *idempotency.Response) response {
 	r := response{status: stored.Status, header: make(http.Header, len(stored.Header)+1), body: stored.Body}
+	// The values share one backing array: one allocation, not one a header
+	// (each capped, so that an append to one cannot write over the next).
+	values := make([]string, 0, len(stored.Header)+1)
 	for k, v := range stored.Header {
-		r.header.Set(k, v)
+		values = append(values, v)
+		r.header[textproto.CanonicalMIMEHeaderKey(k)] = values[len(values)-1 : len(values) : len(values)]
 	}
-	r.header.Set("Idempotent-Replayed", "true")
+	values = append(values, "true")
+	r.header["Idempotent-Replayed"] = values[len(values)-1:]
 	if r.status >= 400 && strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
 		var p struct {
 			Code config.Code `json:"code"`
