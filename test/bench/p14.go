@@ -109,6 +109,7 @@ func (b *bench) p14Console(ctx context.Context, ek envKey, planID, lastKey strin
 	}
 	var out struct {
 		RunsMS []float64 `json:"runs_ms"`
+		APIMS  []float64 `json:"plan_requests_ms"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out.RunsMS) == 0 {
 		return fmt.Errorf("node p14-bench.mjs printed %q: %v", clip(stdout.Bytes()), err)
@@ -121,6 +122,6 @@ func (b *bench) p14Console(ctx context.Context, ek envKey, planID, lastKey strin
 	const target = time.Second
 	b.add(row{ID: "P14", Scenario: fmt.Sprintf("console: navigation to the page of a %d-change plan rendered, Chromium, median of %d", n, len(runs)),
 		Figure: ms(med), Unit: "ms", Bound: ms(target), BoundOf: "(target)", Ratio: med.Seconds() / target.Seconds(),
-		Target: "≤ 1,000 ms", Checked: true, Pass: med <= target, Details: map[string]any{"runs_ms": out.RunsMS}})
+		Target: "≤ 1,000 ms", Checked: true, Pass: med <= target, Details: map[string]any{"runs_ms": out.RunsMS, "plan_requests_ms": out.APIMS}})
 	return nil
 }
