@@ -36,8 +36,8 @@ test-race: test ## same as test: the suite always runs with -race
 faults: services ## the fault suite against two keenauthd replicas, N faults (default 1000; SEED=… replays a run); prints the table
 	$(GO) test -count=1 -timeout 0 -v -run TestFaults ./test/faults/ -faults $(or $(N),1000) $(if $(SEED),-seed $(SEED))
 
-bench: services ## the benchmarks of docs/benchmarks.md against a keenauthd it starts (QUICK=1 for a smoke run); figures in bench.json
-	$(GO) run ./test/bench -out bench.json $(if $(QUICK),-quick)
+bench: services ## the benchmarks of docs/benchmarks.md against a keenauthd it starts (QUICK=1 for a smoke run, PGLOG=1 for PostgreSQL's time per statement); figures in bench.json
+	$(GO) run ./test/bench -out bench.json $(if $(QUICK),-quick) $(if $(PGLOG),-pg-log)
 
 lint: ## gofmt, go vet, go mod tidy -diff, staticcheck and govulncheck (pinned; .ci/tools installs them)
 	@bash .ci/lint

@@ -69,7 +69,19 @@ func Fingerprint(secret []byte, method, route string, params map[string]string, 
 
 	f.mac.Write(b)
 	f.mac.Write(body)
-	return hex.EncodeToString(f.mac.Sum(f.sum[:0]))
+	return hexString(f.mac.Sum(f.sum[:0]))
+}
+
+// hexString is hex.EncodeToString of up to 32 bytes in one allocation (the
+// string), where EncodeToString makes two: a replay fingerprints its
+// request and makes a token.
+func hexString(b []byte) string {
+	var dst [2 * sha256.Size]byte
+	if len(b) > sha256.Size {
+		return hex.EncodeToString(b)
+	}
+	n := hex.Encode(dst[:], b)
+	return string(dst[:n])
 }
 
 // A fingerprinter is an HMAC keyed by one secret and a buffer, kept in a

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -163,7 +162,7 @@ func ReleaseWithoutCancel(ctx context.Context, s Store, scope, key, token string
 func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand.Read crashes the program instead)
-	return hex.EncodeToString(b[:])
+	return hexString(b[:])
 }
 
 // retryAfter rounds the rest of a lease up to whole seconds, at least 1s.

@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -62,6 +63,61 @@ func (pg PlanPage) AppendJSON(b []byte) []byte {
 
 func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 	b = slices.Grow(b, p.sizeHint())
+	b = p.appendHead(b, preview)
+	if kept, ok := p.changesJSON.of(p.Changes); ok {
+		b = append(b, kept...)
+	} else {
+		b = appendChanges(b, p.Changes, false)
+	}
+	return p.appendTail(b, preview)
+}
+
+// WriteJSON writes what AppendJSON appends to w, a change at a time, in
+// buffers of about 64 KiB: a plan of 10 MiB of changes is answered without
+// a copy of them all. Kept changes (see keepChangesJSON) are written as
+// they are.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	if p == nil {
+		_, err := io.WriteString(w, "null")
+		return err
+	}
+	const flushAt = 64 << 10
+	b := p.appendHead(make([]byte, 0, flushAt+4<<10), false)
+	kept, ok := p.changesJSON.of(p.Changes)
+	switch {
+	case ok:
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if _, err := w.Write(kept); err != nil {
+			return err
+		}
+		b = b[:0]
+	case p.Changes == nil:
+		b = append(b, "null"...)
+	default:
+		b = append(b, '[')
+		for i := range p.Changes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = p.Changes[i].appendJSON(b, false)
+			if len(b) >= flushAt {
+				if _, err := w.Write(b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
+		}
+		b = append(b, ']')
+	}
+	_, err := w.Write(p.appendTail(b, false))
+	return err
+}
+
+// appendHead appends the plan's members before its changes' value, up to
+// and with `"changes":`.
+func (p *Plan) appendHead(b []byte, preview bool) []byte {
 	if preview {
 		b = append(b, `{"id":null`...)
 	} else {
@@ -81,11 +137,11 @@ func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 	b = append(b, `,"referencing_types":`...)
 	b = appendKinds(b, p.ReferencingTypes)
 	b = append(b, `,"changes":`...)
-	if kept, ok := p.changesJSON.of(p.Changes); ok {
-		b = append(b, kept...)
-	} else {
-		b = appendChanges(b, p.Changes, false)
-	}
+	return b
+}
+
+// appendTail appends the plan's members after its changes, to its end.
+func (p *Plan) appendTail(b []byte, preview bool) []byte {
 	b = append(b, `,"warnings":`...)
 	b = appendWarnings(b, p.Warnings)
 	b = append(b, `,"required_secrets":`...)
@@ -124,6 +180,10 @@ func (p *Plan) appendJSON(b []byte, preview bool) []byte {
 	}
 	return append(b, '}')
 }
+
+// AnswerSizeHint is about the size of the plan's JSON answer: what
+// service streams rather than holds (WriteJSON) is decided by it.
+func (p *Plan) AnswerSizeHint() int { return p.sizeHint() }
 
 // sizeHint is about the size of the plan's JSON, so that it is appended
 // without growing the buffer again and again.

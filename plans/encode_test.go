@@ -229,6 +229,9 @@ func checkPlanJSON(t *testing.T, context string, p *Plan) bool {
 	if !checkSameJSON(t, context+", plan", p.AppendJSON(nil), want) {
 		return false
 	}
+	if !checkWriteJSON(t, context, p) {
+		return false
+	}
 	want, err = json.Marshal(PlanPreview{Plan: p})
 	if err != nil {
 		t.Fatalf("%s: json.Marshal of the preview: %v", context, err)
@@ -401,6 +404,9 @@ func TestPlanAnswerSplicesTheStoredChanges(t *testing.T) {
 		if got, want := p.AppendJSON(nil), fresh.AppendJSON(nil); !bytes.Equal(got, want) {
 			t.Fatalf("CODEC_SEED=%d, case %d: the answer with the stored changes\n%s\nwithout\n%s", seed, i, got, want)
 		}
+		if !checkWriteJSON(t, fmt.Sprintf("CODEC_SEED=%d, case %d, stored changes kept", seed, i), p) {
+			return
+		}
 		if len(p.Changes) == 0 {
 			continue
 		}
@@ -421,4 +427,68 @@ func changeRecords(cs []Change) []changeRecord {
 		out[i] = changeRecord{Change: c, WritesMaterial: c.WritesMaterial, KeepsMaterial: c.KeepsMaterial}
 	}
 	return out
+}
+
+// checkWriteJSON checks that WriteJSON writes the bytes AppendJSON appends.
+func checkWriteJSON(t *testing.T, context string, p *Plan) bool {
+	t.Helper()
+	var w countingWriter
+	if err := p.WriteJSON(&w); err != nil {
+		t.Fatalf("%s: WriteJSON: %v", context, err)
+	}
+	if want := p.AppendJSON(nil); !bytes.Equal(w.buf.Bytes(), want) {
+		t.Errorf("%s: WriteJSON wrote\n%s\nAppendJSON appends\n%s", context, w.buf.Bytes(), want)
+		return false
+	}
+	return true
+}
+
+type countingWriter struct {
+	buf    bytes.Buffer
+	writes int
+	failAt int // the write that fails (1-based), 0 for none
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	w.writes++
+	if w.writes == w.failAt {
+		return 0, errors.New("the client went away")
+	}
+	return w.buf.Write(b)
+}
+
+// TestPlanWriteJSONWritesALargePlanInPiecesAsAppendJSONDoes: a plan of
+// 2 MiB of changes is written in pieces of about 64 KiB, kept or not, and
+// a failed write ends it with the error.
+func TestPlanWriteJSONWritesALargePlanInPiecesAsAppendJSONDoes(t *testing.T) {
+	t.Parallel()
+	spec := config.CanonicalJSON(map[string]any{"description": strings.Repeat("x", 2000)})
+	p := &Plan{ID: "plan_big", Object: "config_plan", Status: StatusApplied, Types: []config.Kind{config.KindAPI}}
+	for i := range 1000 {
+		p.Changes = append(p.Changes, Change{Kind: config.KindAPI, Key: fmt.Sprintf("k%04d", i), Action: ActionCreate, Spec: spec,
+			Diff: []config.DiffOp{{Op: "add", Path: "", Value: spec}}})
+	}
+	want := p.AppendJSON(nil)
+	var w countingWriter
+	if err := p.WriteJSON(&w); err != nil || !bytes.Equal(w.buf.Bytes(), want) {
+		t.Fatalf("WriteJSON: %v, %d bytes, want the %d of AppendJSON", err, w.buf.Len(), len(want))
+	}
+	if min, max := len(want)/(80<<10), len(want)/(60<<10)+2; w.writes < min || w.writes > max {
+		t.Errorf("%d bytes in %d writes, want %d to %d (pieces of about 64 KiB)", len(want), w.writes, min, max)
+	}
+	kept := *p
+	newPlanRow(&kept)
+	if _, ok := kept.changesJSON.of(kept.Changes); !ok {
+		t.Fatal("the stored changes were not kept")
+	}
+	w = countingWriter{}
+	if err := kept.WriteJSON(&w); err != nil || !bytes.Equal(w.buf.Bytes(), want) || w.writes != 3 {
+		t.Errorf("WriteJSON of kept changes: %v, %d bytes in %d writes, want the %d of AppendJSON in 3", err, w.buf.Len(), w.writes, len(want))
+	}
+	for _, failAt := range []int{1, 2, 5} {
+		w = countingWriter{failAt: failAt}
+		if err := p.WriteJSON(&w); err == nil || w.writes != failAt {
+			t.Errorf("a failed write %d: WriteJSON = %v after %d writes, want the error at once", failAt, err, w.writes)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/textproto"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -98,15 +99,18 @@ func (s *Server) idempotent(c *gin.Context, body []byte, op func(ctx context.Con
 		s.leaseLost("idempotency")()
 		s.d.Log.WarnContext(c, "idempotency lease lost while the request ran", "request_id", requestID(c))
 	}
-	s.settleKey(c, scope, key, claim.Token, r)
+	s.settleKey(c, scope, key, claim.Token, &r)
 	s.write(c, r)
 }
 
 // settleKey ends the hold of an Idempotency-Key whose request ran and was
 // answered r: the answer is stored for the retries when it may be, else the
 // key is released so that a retry runs again.
-func (s *Server) settleKey(c *gin.Context, scope, key, token string, r response) {
+func (s *Server) settleKey(c *gin.Context, scope, key, token string, r *response) {
 	storable := idempotency.Storable(r.status, string(r.code))
+	if storable {
+		r.held()
+	}
 	if storable && len(r.body) > idempotency.MaxStoredBody {
 		// Too large to keep in Redis for a day (§23): the key is released
 		// and a retry runs again (an apply's retry is still answered from
@@ -150,10 +154,15 @@ func (s *Server) keyedFingerprint(scope, key, fp string) string {
 // it is read from the stored body here, for the access log.
 func replayed(stored *idempotency.Response) response {
 	r := response{status: stored.Status, header: make(http.Header, len(stored.Header)+1), body: stored.Body}
+	// The values share one backing array: one allocation, not one a header
+	// (each capped, so that an append to one cannot write over the next).
+	values := make([]string, 0, len(stored.Header)+1)
 	for k, v := range stored.Header {
-		r.header.Set(k, v)
+		values = append(values, v)
+		r.header[textproto.CanonicalMIMEHeaderKey(k)] = values[len(values)-1 : len(values) : len(values)]
 	}
-	r.header.Set("Idempotent-Replayed", "true")
+	values = append(values, "true")
+	r.header["Idempotent-Replayed"] = values[len(values)-1:]
 	if r.status >= 400 && strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
 		var p struct {
 			Code config.Code `json:"code"`

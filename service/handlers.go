@@ -76,7 +76,7 @@ func (s *Server) createAdmitted(ctx context.Context, c *gin.Context, pp pendingC
 	if err != nil {
 		return s.errorResponse(c, err)
 	}
-	r := jsonResponse(http.StatusCreated, p)
+	r := planResponse(http.StatusCreated, p)
 	r.header.Set("Location", "/v1/config-plans/"+p.ID)
 	return r
 }
@@ -240,7 +240,7 @@ func (s *Server) rebasePlan(c *gin.Context) {
 
 // applyResponse is the 200 of an apply, marked when it is a replay.
 func applyResponse(res plans.ApplyResult) response {
-	r := jsonResponse(http.StatusOK, res.Plan)
+	r := planResponse(http.StatusOK, res.Plan)
 	if res.Replayed {
 		r.header.Set("Idempotent-Replayed", "true")
 	}

@@ -5,6 +5,7 @@ package service
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"strings"
@@ -109,6 +110,36 @@ type response struct {
 	header http.Header
 	body   []byte
 	code   config.Code // "" for a success
+	// stream, when set, is the body, written to the client as it is
+	// encoded (body is nil): a large plan's answer is not held whole.
+	stream jsonStreamer
+}
+
+// jsonStreamer is an answer that can write its JSON as it encodes it.
+type jsonStreamer interface {
+	jsonAppender
+	WriteJSON(w io.Writer) error
+}
+
+// streamAbove is the size from which a plan's answer is streamed: below
+// it, the answer is held and sent with its Content-Length.
+const streamAbove = 1 << 20
+
+// planResponse answers a plan: held when it is small, streamed when it is
+// large (a plan of 10 MiB of changes is not copied whole once more).
+func planResponse(status int, p *plans.Plan) response {
+	if p == nil || p.AnswerSizeHint() < streamAbove {
+		return jsonResponse(status, p)
+	}
+	return response{status: status, header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}, stream: p}
+}
+
+// held makes r's body bytes (for the idempotency store), encoding a
+// streamed answer whole.
+func (r *response) held() {
+	if r.stream != nil {
+		r.body, r.stream = r.stream.AppendJSON(nil), nil
+	}
 }
 
 // jsonAppender is an answer that writes its own JSON, the same values as

@@ -198,6 +198,14 @@ func (s *Server) write(c *gin.Context, r response) {
 			h[k] = append(h[k], vs...)
 		}
 	}
+	if r.stream != nil {
+		// No Content-Length: the answer is sent chunked as it is encoded.
+		// A client that goes away ends it.
+		c.Status(r.status)
+		_ = r.stream.WriteJSON(c.Writer)
+		c.Abort()
+		return
+	}
 	h.Set("Content-Length", strconv.Itoa(len(r.body)))
 	c.Status(r.status)
 	_, _ = c.Writer.Write(r.body)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -105,5 +107,56 @@ func TestDocumentsAreValidPlanBodies(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Errorf("%d apis, want 3", len(seen))
+	}
+}
+
+func TestParsePGLogGroupsEachStatementsDurationsByDatabaseAndSource(t *testing.T) {
+	t.Parallel()
+	const log = `2026-12-05 07:01:00.001 UTC [101] postgres@keenauth_bench_ab LOG:  duration: 0.100 ms  parse <unnamed>: SELECT * FROM plans WHERE id = $1
+2026-12-05 07:01:00.002 UTC [101] postgres@keenauth_bench_ab LOG:  duration: 0.200 ms  bind <unnamed>: SELECT * FROM plans WHERE id = $1
+2026-12-05 07:01:00.003 UTC [101] postgres@keenauth_bench_ab LOG:  duration: 1.500 ms  execute <unnamed>: SELECT * FROM plans WHERE id = $1
+2026-12-05 07:01:00.004 UTC [102] postgres@keenauth_bench_ab LOG:  duration: 2.500 ms  execute <unnamed>: SELECT *
+	FROM plans   WHERE id = $1
+2026-12-05 07:01:00.005 UTC [102] postgres@keenauth_bench_ab LOG:  duration: 0.300 ms  statement: DELETE FROM t WHERE n IN (1, 2, 3) AND s = 'it''s'
+2026-12-05 07:01:00.006 UTC [103] postgres@keenauth_bench_ab LOG:  duration: 4.000 ms  execute stmt_1: INSERT INTO resources VALUES ($1, $2)
+2026-12-05 07:01:00.007 UTC [104] postgres@other LOG:  duration: 9.000 ms  statement: SELECT 1
+2026-12-05 07:01:00.008 UTC [101] postgres@keenauth_bench_ab LOG:  connection authorized
+`
+	got := parsePGLog(strings.NewReader(log), "keenauth_bench_ab", map[int]bool{103: true})
+	want := []pgStatement{
+		{Source: "bench", Phase: "execute", Statement: "INSERT INTO resources VALUES (?, …)", Count: 1, TotalMS: 4, MeanMS: 4},
+		{Source: "server", Phase: "execute", Statement: "SELECT * FROM plans WHERE id = ?", Count: 2, TotalMS: 4, MeanMS: 2},
+		{Source: "server", Phase: "statement", Statement: "DELETE FROM t WHERE n IN (?, …) AND s = ?", Count: 1, TotalMS: 0.3, MeanMS: 0.3},
+		{Source: "server", Phase: "bind", Statement: "SELECT * FROM plans WHERE id = ?", Count: 1, TotalMS: 0.2, MeanMS: 0.2},
+		{Source: "server", Phase: "parse", Statement: "SELECT * FROM plans WHERE id = ?", Count: 1, TotalMS: 0.1, MeanMS: 0.1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("parsePGLog = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Source != w.Source || g.Phase != w.Phase || g.Statement != w.Statement || g.Count != w.Count ||
+			math.Abs(g.TotalMS-w.TotalMS) > 1e-9 || math.Abs(g.MeanMS-w.MeanMS) > 1e-9 {
+			t.Errorf("statement %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if all := parsePGLog(strings.NewReader(log), "", nil); len(all) != 6 || all[0].TotalMS != 9 || all[1].Source != "server" {
+		t.Errorf("without a database, every line counts: %+v", all)
+	}
+}
+
+func TestParseGCTraceReadsTheLiveHeapAndTheGoalOfEachCollection(t *testing.T) {
+	t.Parallel()
+	const log = `{"level":"INFO","msg":"request"}
+gc 7 @1.204s 1%: 0.023+2.1+0.004 ms clock, 0.047+0.3/1.0/0+0.008 ms cpu, 40->44->21 MB, 42 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 8 @1.900s 1%: 0.020+3.0+0.005 ms clock, 0.040+0.2/1.1/0+0.010 ms cpu, 52->60->38 MB, 55 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 9 @2.500s 1%: 0.020+3.0+0.005 ms clock, 0.040+0.2/1.1/0+0.010 ms cpu, 70->71->30 MB, 77 MB goal, 0 MB stacks, 0 MB globals, 2 P (forced)
+`
+	want := gcSummary{Collections: 3, MaxLiveMB: 38, MaxHeapMB: 71, MaxGoalMB: 77}
+	if got := parseGCTrace(log); got != want {
+		t.Errorf("parseGCTrace = %+v, want %+v", got, want)
+	}
+	if got := parseGCTrace(`{"msg":"no collection"}`); got != (gcSummary{}) {
+		t.Errorf("no gctrace line: %+v", got)
 	}
 }

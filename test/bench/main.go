@@ -54,6 +54,9 @@ type options struct {
 	pgAdmin    string
 	redisAddr  string
 	redisDB    int
+	pgLog      bool
+	pgLogTop   int
+	pgLogFile  string
 
 	p1Reps      int
 	p2Duration  time.Duration
@@ -71,7 +74,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.out, "out", "bench.json", "where to write the figures as JSON")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: fewer repetitions, shorter loops, smaller environments (figures not comparable)")
-	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6,P7,P8; P1 also gives P4, P8 also P9 and P10)")
+	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6,P7,P8,P14; P1 also gives P4, P8 also P9 and P10)")
 	fs.StringVar(&o.profileDir, "profile", "", "directory: take a CPU profile of the server for each scenario that misses its target")
 	fs.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each CPU profile")
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark's database (for inspection)")
@@ -79,6 +82,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.pgAdmin, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL URL used to create and drop the benchmark's database")
 	fs.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "Redis address")
 	fs.IntVar(&o.redisDB, "redis-db", 12, "Redis database number of the benchmark (flushed at start and end; never 0)")
+	fs.BoolVar(&o.pgLog, "pg-log", false, "log every statement of the bench's database (ALTER DATABASE … SET log_min_duration_statement = 0, reset at the end) and print PostgreSQL's time per statement for each scenario")
+	fs.IntVar(&o.pgLogTop, "pg-log-top", 15, "with -pg-log: how many statements to print per scenario (by total time)")
+	fs.StringVar(&o.pgLogFile, "pg-log-file", "", "with -pg-log: the server's log file as the server sees it (default: pg_current_logfile(), else /var/log/postgresql/postgresql-MAJOR-main.log)")
 	p2 := fs.Duration("p2-duration", 0, "length of each P2 loop (default 20s, -quick 3s)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -133,6 +139,9 @@ type bench struct {
 	rows  []row
 	warm  envKey
 
+	// What a scenario needs to start a keenauthd of its own (P5).
+	bin, dbURL, redisURL, tmp string
+
 	// What the profiles of missed scenarios work on again.
 	p2Envs []envKey
 	p3Env  envKey
@@ -147,18 +156,19 @@ type bench struct {
 
 // report is what -out holds.
 type report struct {
-	Date      time.Time `json:"date"`
-	Command   string    `json:"command"`
-	Quick     bool      `json:"quick"`
-	Cores     int       `json:"cores"`
-	GoVersion string    `json:"go_version"`
-	Postgres  string    `json:"postgres_version"`
-	Redis     string    `json:"redis_version"`
-	LoadStart string    `json:"load_average_start"`
-	LoadEnd   string    `json:"load_average_end"`
-	Duration  float64   `json:"duration_seconds"`
-	Rows      []row     `json:"results"`
-	Errors    []string  `json:"errors,omitempty"`
+	Date      time.Time     `json:"date"`
+	Command   string        `json:"command"`
+	Quick     bool          `json:"quick"`
+	Cores     int           `json:"cores"`
+	GoVersion string        `json:"go_version"`
+	Postgres  string        `json:"postgres_version"`
+	Redis     string        `json:"redis_version"`
+	LoadStart string        `json:"load_average_start"`
+	LoadEnd   string        `json:"load_average_end"`
+	Duration  float64       `json:"duration_seconds"`
+	Rows      []row         `json:"results"`
+	PGLog     []pgLogReport `json:"pg_log,omitempty"`
+	Errors    []string      `json:"errors,omitempty"`
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
@@ -214,6 +224,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return errors.New("-pg must name the database postgres and carry a query (…/postgres?sslmode=disable)")
 	}
 
+	var plog *pgLog
+	if o.pgLog {
+		if plog, err = startPGLog(ctx, admin, dbName, o.pgLogFile, o.pgLogTop); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, plog.reset(context.WithoutCancel(ctx))) }()
+		fmt.Fprintf(stdout, "-pg-log: every statement of %s is logged to %s for this run\n", dbName, plog.path)
+	}
+
 	// Redis: a database number of the run's own, flushed at start and end.
 	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, DB: o.redisDB, PoolSize: 4})
 	defer rdb.Close()
@@ -229,20 +248,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer srv.stop()
-	pool, err := pgxpool.New(ctx, dbURL+"&pool_max_conns=20")
+	pool, err := pgxpool.New(ctx, dbURL+"&pool_max_conns=20&application_name="+benchApplicationName)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 
-	b := &bench{o: o, out: stdout, srv: srv, api: newAPI(srv.base, 32), bound: &bound{pool: pool}, rdb: rdb}
+	b := &bench{o: o, out: stdout, srv: srv, api: newAPI(srv.base, 32), bound: &bound{pool: pool}, rdb: rdb,
+		bin: bin, dbURL: dbURL, redisURL: fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp: tmp}
 	if err := b.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	scenarios := []struct {
 		id  string
 		run func(context.Context) error
-	}{{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P5", b.p5}, {"P6", b.p6}, {"P7", b.p7}, {"P8", b.review}}
+	}{{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P5", b.p5}, {"P6", b.p6}, {"P7", b.p7}, {"P8", b.review}, {"P14", b.p14}}
 	for _, sc := range scenarios {
 		if len(o.only) > 0 && !o.only[sc.id] && !(sc.id == "P1" && o.only["P4"]) && !(sc.id == "P8" && (o.only["P9"] || o.only["P10"])) {
 			continue
@@ -253,6 +273,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		fmt.Fprintf(stdout, "%s …\n", sc.id)
 		t0 := time.Now()
 		n := len(b.rows)
+		if plog != nil {
+			if err := plog.mark(ctx); err != nil {
+				rep.Errors = append(rep.Errors, fmt.Sprintf("-pg-log: %v", err))
+			}
+		}
 		if err := sc.run(ctx); err != nil {
 			msg := fmt.Sprintf("%s: %v", sc.id, err)
 			fmt.Fprintln(stdout, "  error:", msg)
@@ -260,6 +285,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 			continue
 		}
 		fmt.Fprintf(stdout, "  %s done in %.1fs\n", sc.id, time.Since(t0).Seconds())
+		if plog != nil {
+			if pr, err := plog.report(ctx, stdout, sc.id); err != nil {
+				rep.Errors = append(rep.Errors, err.Error())
+			} else {
+				rep.PGLog = append(rep.PGLog, pr)
+			}
+		}
 		if o.profileDir != "" {
 			for _, r := range b.rows[n:] {
 				if r.Checked && !r.Pass {
