@@ -18,11 +18,10 @@ import (
 
 // ConfigPolicies is what GET /v1/config-policies answers (§17): every
 // policy of the environment with its value or its default, and the rules
-// of §18 (none yet: this service has no rules, so the list is empty).
+// of §18.
 type ConfigPolicies struct {
 	Object string `json:"object"`
 	config.Policies
-	Rules []any `json:"rules"`
 }
 
 // GetPolicies returns the policies in force in the actor's environment.
@@ -42,7 +41,10 @@ func (s *Environments) GetPolicies(ctx context.Context, a Actor) (ConfigPolicies
 	if p.AllowedCallbackHosts == nil {
 		p.AllowedCallbackHosts = []string{}
 	}
-	return ConfigPolicies{Object: "config_policies", Policies: p, Rules: []any{}}, nil
+	if p.Rules == nil {
+		p.Rules = []config.Rule{}
+	}
+	return ConfigPolicies{Object: "config_policies", Policies: p}, nil
 }
 
 // Approval is an approval of a plan (§17).
