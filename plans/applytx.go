@@ -61,9 +61,14 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 		return nil, err
 	}
 	st.post.readable = a.canRead
+	if err := applyRules(ctx, tx, st); err != nil {
+		return nil, err
+	}
 	var approvals []Approval
 	if !h.validateOnly() {
-		if approvals, err = checkApprovals(ctx, tx, p, st.policies); err != nil {
+		// The approval rules in force now, not those of the plan's
+		// warnings, decide with required_approvals (§18).
+		if approvals, err = checkApprovals(ctx, tx, p, approvalsNeeded(p, st.policies, st.ruleApprovals)); err != nil {
 			return nil, err
 		}
 	}
