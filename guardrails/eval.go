@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 
 	"cel.dev/cel-go/common/types"
@@ -56,11 +57,11 @@ func Programs(rules []config.Rule) (*Set, error) {
 	}
 	s = &Set{rules: make([]Rule, len(rules))}
 	for i, r := range rules {
-		prg, bad := compile(r.Expression())
+		c, bad := compile(r.Expression())
 		if bad != "" {
 			return nil, fmt.Errorf("guardrails: stored rule %q: %s", r.RuleName(), bad)
 		}
-		s.rules[i] = Rule{Rule: r, prg: prg}
+		s.rules[i] = Rule{Rule: r, prg: c.prg, conds: c.conds}
 	}
 	programs.Lock()
 	if len(programs.sets) >= cacheSize {
@@ -101,26 +102,37 @@ func (c Catch) Detail() string {
 
 // Evaluator evaluates the rules of a set over the changes of one plan.
 type Evaluator struct {
-	set *Set
-	env ref.Val
+	// rules are those of the set whose conditions on the environment hold.
+	rules []*Rule
+	env   ref.Val
 }
 
 // Evaluator returns an evaluator for the plan's environment.
 func (s *Set) Evaluator(e Environment) *Evaluator {
-	return &Evaluator{set: s, env: types.DefaultTypeAdapter.NativeToValue(map[string]string{"id": e.ID, "name": e.Name})}
+	values := map[string]string{"id": e.ID, "name": e.Name}
+	ev := &Evaluator{env: types.DefaultTypeAdapter.NativeToValue(values)}
+	for i := range s.rules {
+		if holds(s.rules[i].conds, "environment", values) {
+			ev.rules = append(ev.rules, &s.rules[i])
+		}
+	}
+	return ev
 }
 
 // Eval evaluates every rule over c, in the rules' order, and returns those
 // that catch it. old and new are decoded only if a rule reads them.
 func (ev *Evaluator) Eval(c Change) []Catch {
-	if ev == nil || ev.set.Len() == 0 {
+	if ev == nil || len(ev.rules) == 0 {
 		return nil
 	}
+	values := map[string]string{"kind": c.Kind, "key": c.Key, "action": c.Action}
 	act := &activation{env: ev.env, old: lazySpec{raw: c.Old}, new: lazySpec{raw: c.New},
-		change: types.DefaultTypeAdapter.NativeToValue(map[string]string{"kind": c.Kind, "key": c.Key, "action": c.Action})}
+		change: types.DefaultTypeAdapter.NativeToValue(values)}
 	var out []Catch
-	for i := range ev.set.rules {
-		r := &ev.set.rules[i]
+	for _, r := range ev.rules {
+		if !holds(r.conds, "change", values) {
+			continue // false, whatever the rest says
+		}
 		val, _, err := r.prg.Eval(act)
 		switch {
 		case err != nil:
@@ -173,14 +185,14 @@ func (l *lazySpec) value() ref.Val {
 
 // decodeJSON decodes a spec with its whole numbers as int (CEL's int,
 // which a literal such as 3600 is) and the others as double; nil for none.
+// The specs' numbers are small integers (lifetimes, lengths, counts),
+// which a double holds exactly.
 func decodeJSON(raw json.RawMessage) any {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
 	var v any
-	if d.Decode(&v) != nil {
+	if json.Unmarshal(raw, &v) != nil {
 		return nil
 	}
 	return numbers(v)
@@ -196,12 +208,10 @@ func numbers(v any) any {
 		for i, e := range x {
 			x[i] = numbers(e)
 		}
-	case json.Number:
-		if n, err := x.Int64(); err == nil {
-			return n
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x)
 		}
-		f, _ := x.Float64()
-		return f
 	}
 	return v
 }

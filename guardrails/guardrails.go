@@ -58,11 +58,14 @@ var env = func() *cel.Env {
 type Rule struct {
 	config.Rule
 	prg cel.Program
+	// conds are conditions of the expression on change and environment
+	// whose falsity makes it false (see condition).
+	conds []condition
 }
 
 // compile compiles one expression: a problem's detail when it does not
 // compile, is not of type bool, or is estimated to cost more than MaxCost.
-func compile(when string) (cel.Program, string) {
+func compile(when string) (*compiled, string) {
 	ast, iss := env.Compile(when)
 	if iss.Err() != nil {
 		return nil, "when does not compile: " + oneLine(iss.Err().Error())
@@ -82,7 +85,13 @@ func compile(when string) (cel.Program, string) {
 	if err != nil {
 		return nil, "when cannot be prepared: " + oneLine(err.Error())
 	}
-	return prg, ""
+	return &compiled{prg: prg, conds: conditions(ast)}, ""
+}
+
+// compiled is an expression ready to evaluate.
+type compiled struct {
+	prg   cel.Program
+	conds []condition
 }
 
 // Check compiles the expressions of rules, each when config has nothing
