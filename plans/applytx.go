@@ -66,9 +66,11 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	}
 	var approvals []Approval
 	if !h.validateOnly() {
-		// The approval rules in force now, not those of the plan's
-		// warnings, decide with required_approvals (§18).
-		if approvals, err = checkApprovals(ctx, tx, p, approvalsNeeded(p, st.policies, st.ruleApprovals)); err != nil {
+		// The approval rules in force now raise what the plan's
+		// rule_approval warnings ask (§18): a rule removed since planning
+		// does not lower it, as the early check (apply.go) already holds.
+		need := approvalsNeeded(p, st.policies, max(st.ruleApprovals, ruleApprovals(p.Warnings)))
+		if approvals, err = checkApprovals(ctx, tx, p, need); err != nil {
 			return nil, err
 		}
 	}

@@ -198,9 +198,25 @@ func TestApprovalRuleRaisesApprovalsRequired(t *testing.T) {
 	if r.Status != 409 || r.Code() != "approval_required" || r.JSON()["approvals_required"] != float64(3) {
 		t.Fatalf("rule put after planning: %d %s", r.Status, r.Body)
 	}
-	// Removed, the plan applies without more approvals.
+	// Removed, the plan needs what its warnings said at planning (1),
+	// which bob gave.
 	putRules(t, k.e, nil)
 	k.mustApply(upd["id"].(string), nil)
+
+	// A plan told at planning that it needs 2 approvals keeps needing them
+	// when the rule is removed before the apply.
+	k.mustApply(k.e.Plan(apiDoc("temp", 60), false)["id"].(string), nil)
+	putRules(t, k.e, nil, approvalRule("api-deletion", "change.kind == 'api' && change.action == 'delete'", 2, "Two."))
+	del := k.e.Do(apitest.Request{Method: "POST", Path: "/v1/config-plans", Secret: ana, Body: map[string]any{"config": map[string]any{"apis": map[string]any{"temp": nil}}}}).JSON()
+	if del["approvals_required"] != float64(2) {
+		t.Fatalf("deletion plan: %v", del)
+	}
+	putRules(t, k.e, nil)
+	review(k.e, bob, del["id"].(string), "approve", nil)
+	r = k.apply(del["id"].(string), nil)
+	if r.Status != 409 || r.Code() != "approval_required" || r.JSON()["approvals_required"] != float64(2) {
+		t.Fatalf("rule removed after planning: %d %s", r.Status, r.Body)
+	}
 }
 
 // TestRuleEvaluationErrorsCatchTheChange (§18): a missing member read
