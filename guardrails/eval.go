@@ -178,7 +178,7 @@ type lazySpec struct {
 func (l *lazySpec) value() ref.Val {
 	if !l.done {
 		l.done = true
-		l.val = types.DefaultTypeAdapter.NativeToValue(decodeJSON(l.raw))
+		l.val = jsonValue(l.raw)
 	}
 	return l.val
 }

@@ -81,7 +81,11 @@ func compile(when string) (*compiled, string) {
 		return nil, fmt.Sprintf("when's estimated cost is up to %d units, over the limit of %d (lists are counted at %d elements, strings at %d characters); "+
 			"iterate over fewer lists, or not one inside another.", est.Max, MaxCost, estimatedListSize, estimatedStringSize)
 	}
-	prg, err := env.Program(ast, cel.CostLimit(MaxCost), cel.EvalOptions(cel.OptOptimize))
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if !cheapAtAnySize(ast) {
+		opts = append(opts, cel.CostLimit(MaxCost))
+	}
+	prg, err := env.Program(ast, opts...)
 	if err != nil {
 		return nil, "when cannot be prepared: " + oneLine(err.Error())
 	}

@@ -70,6 +70,14 @@ func TestEvalCatchesWhenTrue(t *testing.T) {
 			Change{Kind: "api", Key: "a", Action: "create", New: json.RawMessage(`{"token_lifetime_seconds":3600}`)}, false},
 		{`old == null && change.action == 'create'`, Change{Kind: "api", Key: "a", Action: "create", New: json.RawMessage(`{}`)}, true},
 		{`new == null`, Change{Kind: "api", Key: "a", Action: "delete", Old: json.RawMessage(`{}`)}, true},
+		// Specs are read lazily (jsonObject): every way of reading one.
+		{`has(new.mfa) && !has(new.nope) && 'mfa' in new && size(new) == 1`, mfaOff, true},
+		{`old == new`, mfaOff, false},
+		{`old == {'mfa': 'required'} && {'mfa': 'optional'} == new`, mfaOff, true},
+		{`new.pp.min_length < 12 && new.pp.digits && new.list.exists(x, x.v == 'b') && new.list[0].v == 'a'`,
+			Change{Kind: "identity_settings", Key: "identity_settings", Action: "update", Old: json.RawMessage(`{}`),
+				New: json.RawMessage(`{"list":[{"v":"a"},{"v":"b"}],"pp":{"digits":true,"min_length":10}}`)}, true},
+		{`new.all(k, k != 'nope') && old.exists(k, k == 'mfa')`, mfaOff, true},
 	}
 	for _, c := range cases {
 		got := eval(t, c.when, c.c)

@@ -44,3 +44,27 @@ func TestSkippedRulesAreThoseFalseAnyway(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyExpressionsCheapAtAnySizeRunWithoutCostTracking: an expression
+// that reads members and compares them cannot reach the limit, whatever
+// the spec; one that iterates, or works on a string or a list as a whole,
+// can, and keeps the run-time limit.
+func TestOnlyExpressionsCheapAtAnySizeRunWithoutCostTracking(t *testing.T) {
+	for when, cheap := range map[string]bool{
+		"change.kind == 'api' && new.token_lifetime_seconds > 86400":       true,
+		"change.action == 'delete' && old.display_name == 'Prod'":          true,
+		"new.scopes.exists(s, s.value == 'admin')":                         false,
+		"new.display_name.matches('^Prod')":                                false,
+		"'admin' in new.scopes":                                            false,
+		"old == new":                                                       false,
+		"change.kind == 'api' && new.scopes.all(s, s.value.size() < 1000)": false,
+	} {
+		ast, iss := env.Compile(when)
+		if iss.Err() != nil {
+			t.Fatal(iss.Err())
+		}
+		if got := cheapAtAnySize(ast); got != cheap {
+			t.Errorf("%s: cheap %v, want %v", when, got, cheap)
+		}
+	}
+}
