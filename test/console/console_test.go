@@ -82,6 +82,7 @@ func TestConsoleInChromium(t *testing.T) {
 		"CONSOLE_ENVIRONMENT="+environment.ID,
 		"CONSOLE_KEY_ALL="+all,
 		"CONSOLE_KEY_READ="+read,
+		"CONSOLE_INTERNAL_TOKEN=console-internal-token",
 		"CHROMIUM="+chromium,
 		"SCREENSHOTS="+filepath.Join(dir, "screenshots"),
 	)
