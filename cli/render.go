@@ -166,6 +166,8 @@ type warning struct {
 	Target  string `json:"target"`
 	Pointer string `json:"pointer"`
 	Detail  string `json:"detail"`
+	// Rule names the guardrail rule of a rule_warning or a rule_approval.
+	Rule string `json:"rule"`
 }
 
 type summary struct {
@@ -481,7 +483,11 @@ func renderPlan(w io.Writer, p palette, pl *plan, showUnchanged bool) {
 	if len(pl.Warnings) > 0 {
 		fmt.Fprintf(w, "\n%s\n", p.yellow("Warnings:"))
 		for _, wn := range pl.Warnings {
-			fmt.Fprintf(w, "  %s %s: %s (%s)\n", p.yellow("!"), wn.Target, strings.TrimSuffix(wn.Detail, "."), wn.Code)
+			code := wn.Code
+			if wn.Rule != "" {
+				code += " " + wn.Rule
+			}
+			fmt.Fprintf(w, "  %s %s: %s (%s)\n", p.yellow("!"), wn.Target, strings.TrimSuffix(wn.Detail, "."), code)
 		}
 		if slices.ContainsFunc(pl.Warnings, func(wn warning) bool { return wn.Code == "resource_omitted" }) {
 			fmt.Fprintln(w, "  A resource left out of the document is left unchanged: to delete it, write null for it in the file, or plan with --prune.")

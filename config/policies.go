@@ -19,6 +19,8 @@ type Policies struct {
 	// RequiredApprovals is how many approvals a plan with a change other
 	// than no_op needs before it is applied (§17: 0–5).
 	RequiredApprovals int `json:"required_approvals" nullable:"true"`
+	// Rules are the guardrail rules of §18.
+	Rules []Rule `json:"rules" nullable:"true"`
 }
 
 // Policy names, also the problem codes of violations.
@@ -61,6 +63,7 @@ func DecodePolicies(raw []byte) (Policies, []FieldError, error) {
 		problems = append(problems, FieldError{Pointer: "/required_approvals", Code: CodeInvalid,
 			Detail: fmt.Sprintf("required_approvals must be between 0 and %d.", MaxRequiredApprovals)})
 	}
+	problems = append(problems, ruleProblems(p.Rules)...)
 	if p.AllowedCallbackHosts == nil {
 		p.AllowedCallbackHosts = []string{}
 	}

@@ -178,3 +178,24 @@ func TestCheckPolicies(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodePoliciesRules(t *testing.T) {
+	t.Parallel()
+	_, problems, err := DecodePolicies([]byte(`{"rules": [{"name": "a", "when": "true", "enforcement": "approval", "approvals": 5, "message": "m"},
+		{"name": "a", "when": "true", "enforcement": "warn", "approvals": 1, "message": "m"}, {}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Code{}
+	for _, p := range problems {
+		got[p.Pointer] = p.Code
+	}
+	want := map[string]Code{"/rules/1/name": CodeDuplicate, "/rules/1/approvals": CodeInvalid, "/rules/2/name": CodeRequired,
+		"/rules/2/when": CodeRequired, "/rules/2/enforcement": CodeRequired, "/rules/2/message": CodeRequired}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if _, _, err := DecodePolicies([]byte(`{"rules": [{"name": "a", "extra": 1}]}`)); err == nil {
+		t.Error("an unknown member of a rule was accepted")
+	}
+}

@@ -20,6 +20,11 @@ type applyState struct {
 	// connections that a change activates.
 	tests    map[string]configdb.ConnectionTest
 	policies config.Policies
+	// ruleBlocks are the problems of the block rules in force that catch
+	// a change (row 17 with the policies), ruleApprovals the most
+	// approvals an approval rule that catches one asks for (§18).
+	ruleBlocks    []config.FieldError
+	ruleApprovals int
 }
 
 // applyChecks are rows 13 to 17 of the apply's table (§6), in its order:
@@ -199,7 +204,7 @@ func checkConnectionsTested(st *applyState) error {
 }
 
 // checkApplyPolicies is row 17: a change conflicts with the environment's
-// policies, as they are now.
+// policies, or a block rule catches it, as they are now.
 func checkApplyPolicies(st *applyState) error {
 	var violations []config.FieldError
 	check := st.policies.Checker()
@@ -208,7 +213,8 @@ func checkApplyPolicies(st *applyState) error {
 			violations = append(violations, check(c.Kind, c.Spec, fmt.Sprintf("/changes/%d/spec", i))...)
 		}
 	}
-	if len(violations) > 0 {
+	if violations = append(violations, st.ruleBlocks...); len(violations) > 0 {
+		sortProblems(violations)
 		return config.Problems(config.CodePolicyConflict, violations)
 	}
 	return nil

@@ -61,9 +61,16 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 		return nil, err
 	}
 	st.post.readable = a.canRead
+	if err := applyRules(ctx, tx, st); err != nil {
+		return nil, err
+	}
 	var approvals []Approval
 	if !h.validateOnly() {
-		if approvals, err = checkApprovals(ctx, tx, p, st.policies); err != nil {
+		// The approval rules in force now raise what the plan's
+		// rule_approval warnings ask (§18): a rule removed since planning
+		// does not lower it, as the early check (apply.go) already holds.
+		need := approvalsNeeded(p, st.policies, max(st.ruleApprovals, ruleApprovals(p.Warnings)))
+		if approvals, err = checkApprovals(ctx, tx, p, need); err != nil {
 			return nil, err
 		}
 	}

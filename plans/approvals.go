@@ -18,11 +18,10 @@ import (
 
 // ConfigPolicies is what GET /v1/config-policies answers (§17): every
 // policy of the environment with its value or its default, and the rules
-// of §18 (none yet: this service has no rules, so the list is empty).
+// of §18.
 type ConfigPolicies struct {
 	Object string `json:"object"`
 	config.Policies
-	Rules []any `json:"rules"`
 }
 
 // GetPolicies returns the policies in force in the actor's environment.
@@ -42,7 +41,10 @@ func (s *Environments) GetPolicies(ctx context.Context, a Actor) (ConfigPolicies
 	if p.AllowedCallbackHosts == nil {
 		p.AllowedCallbackHosts = []string{}
 	}
-	return ConfigPolicies{Object: "config_policies", Policies: p, Rules: []any{}}, nil
+	if p.Rules == nil {
+		p.Rules = []config.Rule{}
+	}
+	return ConfigPolicies{Object: "config_policies", Policies: p}, nil
 }
 
 // Approval is an approval of a plan (§17).
@@ -76,13 +78,21 @@ func (p *Plan) appendReviewJSON(b []byte) []byte {
 	return append(b, config.MustJSON(p.Rejection)...)
 }
 
-// approvalsRequired is what an apply of p needs under pol: the policy's
-// required_approvals, 0 when every change is a no_op.
+// approvalsRequired is what p needs under pol: the largest of the
+// policy's required_approvals and the approvals of the approval rules
+// that caught a change when p was planned (its rule_approval warnings,
+// §18); 0 when every change is a no_op.
 func approvalsRequired(p *Plan, pol config.Policies) int {
+	return approvalsNeeded(p, pol, ruleApprovals(p.Warnings))
+}
+
+// approvalsNeeded is the largest of required_approvals and ruleNeed, 0
+// when every change of p is a no_op.
+func approvalsNeeded(p *Plan, pol config.Policies, ruleNeed int) int {
 	if !slices.ContainsFunc(p.Changes, func(c Change) bool { return c.Action != ActionNoOp }) {
 		return 0
 	}
-	return pol.RequiredApprovals
+	return max(pol.RequiredApprovals, ruleNeed)
 }
 
 // approvalsReceived counts the people who approved: approvals of keys with
@@ -146,14 +156,15 @@ func errApprovalRequired(required, received int) *config.Error {
 // checkApprovals answers the apply's row between 9 and 10 (§17) in its
 // transaction, after the plan's row is locked (claimed, or locked by the
 // transaction's claim): approvals and reviews take the same lock, so none
-// is added while the apply counts. It returns the approvals counted.
-func checkApprovals(ctx context.Context, tx *configdb.Tx, p *Plan, pol config.Policies) ([]Approval, error) {
+// is added while the apply counts. It returns the approvals counted. need
+// is what the policies and the rules in force now ask of p.
+func checkApprovals(ctx context.Context, tx *configdb.Tx, p *Plan, need int) ([]Approval, error) {
 	rows, err := tx.Approvals(ctx, p.EnvironmentID, []string{p.ID})
 	if err != nil {
 		return nil, err
 	}
 	as := approvalsOf(rows[p.ID])
-	if need, got := approvalsRequired(p, pol), approvalsReceived(as); got < need {
+	if got := approvalsReceived(as); got < need {
 		return nil, errApprovalRequired(need, got)
 	}
 	return as, nil

@@ -379,6 +379,14 @@ func appendWarnings(b []byte, ws []Warning) []byte {
 		b = canonjson.AppendString(b, w.Pointer)
 		b = append(b, `,"detail":`...)
 		b = canonjson.AppendString(b, w.Detail)
+		if w.Rule != "" {
+			b = append(b, `,"rule":`...)
+			b = canonjson.AppendString(b, w.Rule)
+		}
+		if w.Approvals != 0 {
+			b = append(b, `,"approvals":`...)
+			b = strconv.AppendInt(b, int64(w.Approvals), 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')

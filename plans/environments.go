@@ -7,6 +7,7 @@ import (
 
 	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/guardrails"
 )
 
 // Environment is a tenant environment, as stored.
@@ -66,6 +67,10 @@ func (s *Environments) PutPolicies(ctx context.Context, envID string, body []byt
 	p, problems, err := config.DecodePolicies(body)
 	if err != nil {
 		return config.Policies{}, err
+	}
+	problems = append(problems, guardrails.Check(p.Rules)...)
+	if p.Rules == nil {
+		p.Rules = []config.Rule{} // stored and answered as a list
 	}
 	if len(problems) > 0 {
 		return config.Policies{}, config.Problems(config.CodeValidationFailed, problems)

@@ -89,6 +89,10 @@ type Warning struct {
 	Target  string      `json:"target"`
 	Pointer string      `json:"pointer"`
 	Detail  string      `json:"detail"`
+	// Rule names the guardrail rule of a rule_warning or a rule_approval
+	// (§18), Approvals the approvals a rule_approval asks for.
+	Rule      string `json:"rule,omitempty"`
+	Approvals int    `json:"approvals,omitempty"`
 }
 
 // Summary counts the changes of a plan by action.

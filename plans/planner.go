@@ -203,15 +203,22 @@ func (s *Service) computePlanFrom(ctx context.Context, tx *configdb.Tx, a Actor,
 	for _, e := range ps.entries {
 		ps.post.specs[resourceRef(e.kind, e.key)] = e.spec
 	}
-	if err := runPlanChecks(ps, problems); err != nil {
-		return nil, nil, err
+	// A conflict with §11's policies is answered with the block rules'
+	// (§18), which need the plan's changes: the plan is built first.
+	policyErr := runPlanChecks(ps, problems)
+	if policyErr != nil && !isPolicyConflict(policyErr) {
+		return nil, nil, policyErr
 	}
 	sortEntries(ps.entries)
 	recent, err := tx.RecentTokens(ctx, a.EnvironmentID, ps.deletedApplications(), tx.Now.Add(-tokenWindow))
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.buildPlan(tx.Now, a, ps, recent), ps.cur, nil
+	p := s.buildPlan(tx.Now, a, ps, recent)
+	if err := applyPlanRules(ctx, tx, a.EnvironmentID, ps, p, policyErr); err != nil {
+		return nil, nil, err
+	}
+	return p, ps.cur, nil
 }
 
 // loadPlanState reads what planning doc needs: the resources it names and

@@ -220,7 +220,8 @@ func (p *Plan) sourcePointers(err error) error {
 			if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
 				continue
 			}
-			if t.deletion && rest == "" {
+			if rest == "" && (t.deletion || de.Code == config.CodePolicyConflict) {
+				// A deletion, or a block rule's problem: the whole change.
 				moved[i].Pointer = t.change
 			} else {
 				moved[i].Pointer = t.change + "/spec" + rest

@@ -84,9 +84,17 @@ function warningText(w, how) {
   return `${why} when the plan is applied.`;
 }
 
+// ruleNote names the guardrail rule a rule_warning or rule_approval comes
+// from (§18), and the approvals a rule_approval asks for.
+function ruleNote(w) {
+  if (!w.rule) return null;
+  const approvals = w.approvals ? `, ${w.approvals} approval${w.approvals === 1 ? '' : 's'} needed` : '';
+  return h('span', { class: 'rule' }, ` (rule ${w.rule}${approvals})`);
+}
+
 function warningItem(w, how) {
   return h('li', { class: 'warning' }, h('span', { class: 'badge badge-warning' }, w.code), ' ',
-    h('code', { class: 'pointer', title: w.pointer }, w.target), ' ', warningText(w, how));
+    h('code', { class: 'pointer', title: w.pointer }, w.target), ' ', warningText(w, how), ruleNote(w));
 }
 
 // sideLabels name the two sides of a change's diff: what the plan was

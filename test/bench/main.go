@@ -3,7 +3,8 @@
 // concurrency (P2), idempotent replays (P3), plan creation (P4), peak
 // memory near the 10 MiB limit (P5), scaling with the size of the
 // environment (P6), a narrow key's plan list (P7) and the reviewing
-// endpoints: preview (P8), rebase (P9) and revision diff (P10); then P1
+// endpoints: preview (P8), rebase (P9) and revision diff (P10), plan
+// creation under 50 guardrail rules (P11); then P1
 // and P2 once more with tracing exported (P1T, P2T, SPEC §21).
 //
 // It builds ./cmd/keenauthd, runs `keenauthd serve` as a child process over
@@ -74,7 +75,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.out, "out", "bench.json", "where to write the figures as JSON")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: fewer repetitions, shorter loops, smaller environments (figures not comparable)")
-	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6,P7,P8,P14; P1 also gives P4, P8 also P9 and P10)")
+	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6,P7,P8,P11,P14; P1 also gives P4, P8 also P9 and P10)")
 	fs.StringVar(&o.profileDir, "profile", "", "directory: take a CPU profile of the server for each scenario that misses its target")
 	fs.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each CPU profile")
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark's database (for inspection)")
@@ -262,7 +263,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	scenarios := []struct {
 		id  string
 		run func(context.Context) error
-	}{{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P5", b.p5}, {"P6", b.p6}, {"P7", b.p7}, {"P8", b.review}, {"P14", b.p14}}
+	}{{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P5", b.p5}, {"P6", b.p6}, {"P7", b.p7}, {"P8", b.review}, {"P11", b.p11}, {"P14", b.p14}}
 	for _, sc := range scenarios {
 		if len(o.only) > 0 && !o.only[sc.id] && !(sc.id == "P1" && o.only["P4"]) && !(sc.id == "P8" && (o.only["P9"] || o.only["P10"])) {
 			continue

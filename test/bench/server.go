@@ -87,6 +87,8 @@ func serverEnv(dbURL, redisURL, listen, debug string) []string {
 		"KEENAUTHD_PREVIEW_RATE_LIMIT_QUOTA=10000000",
 		"KEENAUTHD_INFLIGHT_LIMIT=10000",
 		"KEENAUTHD_FLEET_APPLY_LIMIT=10000",
+		// P11 puts the rules of an environment's policies.
+		"KEENAUTHD_INTERNAL_TOKEN="+internalToken,
 	)
 }
 

@@ -655,4 +655,36 @@ test('Reject needs a comment and shows the rejection; a review refused by the AP
   await check(carol, 'plans-rejected');
   noProblems(carol);
   await carol.context().close();
+
+test('the rules a plan tripped are shown beside their change (§18)', async () => {
+  const put = await fetch(BASE + '/internal/v1/environments/' + ENVIRONMENT + '/policies', {
+    method: 'PUT',
+    headers: { Authorization: 'Bearer ' + process.env.CONSOLE_INTERNAL_TOKEN, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ rules: [
+      { name: 'long-tokens', when: "change.kind == 'api' && new.token_lifetime_seconds > 3600", enforcement: 'warn', message: 'A token lifetime above an hour.' },
+      { name: 'api-change', when: "change.kind == 'api'", enforcement: 'approval', approvals: 2, message: 'An api change needs two approvals.' },
+    ] }),
+  });
+  assert.equal(put.status, 200, await put.text());
+  try {
+    const plan = await mustPlan({ apis: { orders: { identifier: 'https://api.shop.example/orders', display_name: 'Orders', token_lifetime_seconds: 7200 } } });
+    const ci = plan.changes.findIndex((c) => c.kind === 'api' && c.key === 'orders');
+    const page = await newPage();
+    await signIn(page);
+    await page.goto(BASE + '/console/plans/' + plan.id);
+    await title(page, 'Plan ' + plan.id);
+    const warned = await page.locator(`#change-${ci} .warning`).allTextContents();
+    assert.ok(warned.some((w) => /rule_warning/.test(w) && w.includes('A token lifetime above an hour.') && w.includes('rule long-tokens')), warned.join(' | '));
+    assert.ok(warned.some((w) => /rule_approval/.test(w) && w.includes('rule api-change, 2 approvals needed')), warned.join(' | '));
+    assert.equal(await page.locator('#plan-warnings li').count(), 0);
+    await check(page, 'plan-rule-warnings');
+    noProblems(page);
+    await page.context().close();
+  } finally {
+    await fetch(BASE + '/internal/v1/environments/' + ENVIRONMENT + '/policies', {
+      method: 'PUT',
+      headers: { Authorization: 'Bearer ' + process.env.CONSOLE_INTERNAL_TOKEN, 'Content-Type': 'application/json' },
+      body: '{}',
+    });
+  }
 });

@@ -1,0 +1,154 @@
+package guardrails
+
+import (
+	"bytes"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+
+	"github.com/keenauth/configplans/canonjson"
+)
+
+// jsonObject is a JSON object as a CEL map that decodes only what a rule
+// reads: new.token_lifetime_seconds scans the spec for that member and
+// decodes its value alone, an object member stays a jsonObject. Anything
+// else (iterating, comparing, a missing member's error) decodes the whole
+// object once and answers as a decoded map does. Most rules read a member
+// or two of a spec: decoding every spec of a 1,000-change plan whole
+// cost as much as evaluating the rules.
+type jsonObject struct {
+	raw     []byte
+	full    traits.Mapper      // decoded on first need
+	members map[string]ref.Val // the members read, nil for absent ones
+}
+
+var (
+	_ traits.Mapper = (*jsonObject)(nil)
+	_ ref.Val       = (*jsonObject)(nil)
+)
+
+// jsonValue is the CEL value of a spec or of a part of one.
+func jsonValue(raw []byte) ref.Val {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+		return types.NullValue
+	case raw[0] == '{':
+		return &jsonObject{raw: raw}
+	case raw[0] == '[':
+		if elems, ok := jsonElements(raw); ok {
+			return types.DefaultTypeAdapter.NativeToValue(elems)
+		}
+	}
+	if v, ok := jsonScalar(raw); ok {
+		return v
+	}
+	return types.DefaultTypeAdapter.NativeToValue(decodeJSON(raw))
+}
+
+// jsonScalar reads the scalars that need no unescaping or rounding (most
+// of a spec's) without encoding/json; ok is false for any other.
+func jsonScalar(raw []byte) (ref.Val, bool) {
+	switch {
+	case len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"':
+		body := raw[1 : len(raw)-1]
+		if bytes.IndexByte(body, '\\') >= 0 || bytes.IndexByte(body, '"') >= 0 || !utf8.Valid(body) {
+			return nil, false
+		}
+		return types.String(body), true
+	case bytes.Equal(raw, []byte("true")):
+		return types.True, true
+	case bytes.Equal(raw, []byte("false")):
+		return types.False, true
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n > -1<<53 && n < 1<<53 {
+		return types.Int(n), true
+	}
+	return nil, false
+}
+
+// jsonElements are the values of a compact JSON array, each as jsonValue
+// makes it (an object stays lazy); ok is false for any other text.
+func jsonElements(raw []byte) ([]ref.Val, bool) {
+	out := []ref.Val{}
+	i := 1
+	if len(raw) > 1 && raw[1] == ']' {
+		return out, len(raw) == 2
+	}
+	for i < len(raw) {
+		end, ok := canonjson.SkipValue(raw, i)
+		if !ok || end >= len(raw) {
+			return nil, false
+		}
+		out = append(out, jsonValue(raw[i:end]))
+		switch raw[end] {
+		case ',':
+			i = end + 1
+		case ']':
+			return out, end == len(raw)-1
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (o *jsonObject) decoded() traits.Mapper {
+	if o.full == nil {
+		m, _ := decodeJSON(o.raw).(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+		}
+		o.full = types.DefaultTypeAdapter.NativeToValue(m).(traits.Mapper)
+	}
+	return o.full
+}
+
+// Find reads the member key from the text when it can.
+func (o *jsonObject) Find(key ref.Val) (ref.Val, bool) {
+	if name, ok := key.(types.String); ok && o.full == nil {
+		if v, seen := o.members[string(name)]; seen {
+			return v, v != nil
+		}
+		if raw, ok := canonjson.Member(o.raw, string(name)); ok {
+			var v ref.Val
+			if raw != nil {
+				v = jsonValue(raw)
+			}
+			if o.members == nil {
+				o.members = map[string]ref.Val{}
+			}
+			o.members[string(name)] = v
+			return v, v != nil
+		}
+	}
+	return o.decoded().Find(key)
+}
+
+// Get answers as Find, and a missing member as a decoded map does.
+func (o *jsonObject) Get(key ref.Val) ref.Val {
+	if v, ok := o.Find(key); ok {
+		return v
+	}
+	return o.decoded().Get(key)
+}
+
+func (o *jsonObject) Contains(key ref.Val) ref.Val { return o.decoded().Contains(key) }
+func (o *jsonObject) Iterator() traits.Iterator    { return o.decoded().Iterator() }
+func (o *jsonObject) Size() ref.Val                { return o.decoded().Size() }
+func (o *jsonObject) Equal(other ref.Val) ref.Val {
+	if x, ok := other.(*jsonObject); ok {
+		other = x.decoded()
+	}
+	return o.decoded().Equal(other)
+}
+func (o *jsonObject) ConvertToNative(t reflect.Type) (any, error) {
+	return o.decoded().ConvertToNative(t)
+}
+func (o *jsonObject) ConvertToType(t ref.Type) ref.Val { return o.decoded().ConvertToType(t) }
+func (o *jsonObject) Type() ref.Type                   { return types.MapType }
+func (o *jsonObject) Value() any                       { return o.decoded().Value() }
