@@ -655,6 +655,7 @@ test('Reject needs a comment and shows the rejection; a review refused by the AP
   await check(carol, 'plans-rejected');
   noProblems(carol);
   await carol.context().close();
+});
 
 test('the rules a plan tripped are shown beside their change (§18)', async () => {
   const put = await fetch(BASE + '/internal/v1/environments/' + ENVIRONMENT + '/policies', {
