@@ -175,6 +175,7 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 		return false, ins.Error
 	}
 	events, evArgs := eventFrom("p", tx.Now, ev)
+	tx.announce(ev)
 	return rows(tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)...))
 }
 
@@ -304,6 +305,7 @@ func (tx *Tx) transition(ctx context.Context, k PlanKey, cond string, condArgs [
 		args = append(args, set[col])
 	}
 	events, evArgs := eventFrom("c", tx.Now, evs...)
+	tx.announce(evs...)
 	args = append(append(args, whereArgs...), evArgs...)
 	return rows(tx.q(ctx).Exec("WITH c AS (UPDATE config_plans SET "+b.String()+" WHERE "+where+" RETURNING 1) "+events, args...))
 }
@@ -450,6 +452,7 @@ func (tx *Tx) RecordEvents(ctx context.Context, evs ...PlanEventRow) error {
 	for i := range rows {
 		rows[i].CreatedAt = tx.Now
 	}
+	tx.announce(evs...)
 	return tx.q(ctx).Create(&rows).Error
 }
 
