@@ -13,7 +13,7 @@ import (
 )
 
 // feedFixture is a database of the test's own with one environment, env_a,
-// and one plan, cfgp_a, of type api.
+// and one plan, cfgp_a, of type api, created with its event evt_0.
 func feedFixture(t *testing.T, d *testdb.Database) *configdb.DB {
 	t.Helper()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -53,91 +53,54 @@ func ids(evs []configdb.FeedEvent) []string {
 	return out
 }
 
+func feedAfter(t *testing.T, db *configdb.DB, pos configdb.FeedPosition) []configdb.FeedEvent {
+	t.Helper()
+	got, err := db.FeedAfter(context.Background(), "env_a", pos, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // TestFeedNeverSkipsAnEventCommittedAfterALaterOne is the hard case of the
-// live stream's order on PostgreSQL: transaction B has the older
-// transaction id but inserts its event after A has inserted E1, so E1 has
-// the lower seq; B commits while A holds E1 uncommitted. A reader following
-// seq would hand out E2, move its cursor past E1's seq and never see E1. The
-// feed hands out E2 (once every older transaction of the cluster has ended)
-// and, after A commits, E1 — nothing is skipped, nothing is repeated. And
-// while A runs, an event A's transaction wrote is never read.
+// live stream's order on PostgreSQL: transaction A inserts E1 first, B
+// inserts E2 after it and commits while A holds E1 uncommitted. A reader
+// following an order given at insert would hand out E2, move past E1's
+// place and never see E1. The feed's order is given at commit: E2 comes
+// first, then E1 once A commits, after it — nothing skipped, nothing
+// repeated.
 func TestFeedNeverSkipsAnEventCommittedAfterALaterOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := testdb.New(t)
 	db := feedFixture(t, d)
-	head, skip, err := db.FeedHead(ctx, "env_a")
+	head, err := db.FeedHead(ctx, "env_a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// evt_0 committed before the head: it is before it, or it is to be
-	// skipped (when a transaction older than its own was still running).
-	unseen := func(evs []configdb.FeedEvent) []configdb.FeedEvent {
-		return slices.DeleteFunc(evs, func(e configdb.FeedEvent) bool { return slices.Contains(skip, e.ID) })
-	}
-	if got, err := db.FeedAfter(ctx, "env_a", head, 10); err != nil || len(unseen(got)) != 0 {
-		t.Fatalf("FeedAfter(head) = %v, %v (skip %v); want nothing: evt_0 is before the head", ids(got), err, skip)
+	if got := feedAfter(t, db, head); len(got) != 0 {
+		t.Fatalf("FeedAfter(head) = %v; want nothing: evt_0 is before the head", ids(got))
 	}
 
-	b := d.DB.Begin()
-	defer b.Rollback()
-	var bx string
-	if err := b.Raw("SELECT pg_current_xact_id()::text").Scan(&bx).Error; err != nil { // B takes its id first
-		t.Fatal(err)
-	}
 	a := d.DB.Begin()
 	defer a.Rollback()
-	insertEvent(t, a, "evt_1") // lower seq, younger transaction
+	b := d.DB.Begin()
+	defer b.Rollback()
+	insertEvent(t, a, "evt_1")
 	insertEvent(t, b, "evt_2")
 	if err := b.Commit().Error; err != nil {
 		t.Fatal(err)
 	}
-
-	// E2 is settled once every transaction older than A has ended (other
-	// tests' transactions share the cluster): wait for it; E1 must never
-	// come while A runs.
-	pos := head
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := db.FeedAfter(ctx, "env_a", pos, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = unseen(got)
-		if slices.Contains(ids(got), "evt_1") {
-			t.Fatalf("FeedAfter = %v while evt_1's transaction is uncommitted", ids(got))
-		}
-		if len(got) > 0 {
-			if !slices.Equal(ids(got), []string{"evt_2"}) {
-				t.Fatalf("FeedAfter = %v, want [evt_2]", ids(got))
-			}
-			pos = got[len(got)-1].Pos
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("evt_2, committed, was not read within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
+	got := feedAfter(t, db, head)
+	if !slices.Equal(ids(got), []string{"evt_2"}) {
+		t.Fatalf("FeedAfter(head) = %v with evt_1 uncommitted, want [evt_2]", ids(got))
 	}
+	pos := got[0].Pos
 	if err := a.Commit().Error; err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		got, err := db.FeedAfter(ctx, "env_a", pos, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) > 0 {
-			if !slices.Equal(ids(got), []string{"evt_1"}) {
-				t.Fatalf("after A's commit FeedAfter = %v, want [evt_1]", ids(got))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("evt_1, committed after evt_2, was skipped")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if got := feedAfter(t, db, pos); !slices.Equal(ids(got), []string{"evt_1"}) {
+		t.Fatalf("after A's commit FeedAfter(evt_2) = %v, want [evt_1]", ids(got))
 	}
 
 	// Newest first, in the same order, for GET /v1/config-events.
@@ -160,15 +123,52 @@ func TestFeedNeverSkipsAnEventCommittedAfterALaterOne(t *testing.T) {
 	}
 }
 
+// TestFeedCommitsOfAnEnvironmentTakeTheirPlaceInTurn: a commit carrying
+// events waits, at COMMIT, for another commit of the same environment's
+// events to end, so that their order is their commit order; another
+// environment's commit does not wait.
+func TestFeedCommitsOfAnEnvironmentTakeTheirPlaceInTurn(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	feedFixture(t, d)
+	// A holds the environment's lock as its COMMIT would.
+	a := d.DB.Begin()
+	defer a.Rollback()
+	if err := a.Exec("SELECT pg_advisory_xact_lock(7394202, hashtext('env_a'))").Error; err != nil {
+		t.Fatal(err)
+	}
+	b := d.DB.Begin()
+	defer b.Rollback()
+	insertEvent(t, b, "evt_b")
+	done := make(chan error, 1)
+	go func() { done <- b.Commit().Error }()
+	select {
+	case err := <-done:
+		t.Fatalf("B's commit ended (%v) while the environment's feed was locked", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := a.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("B's commit did not end once the lock was free")
+	}
+}
+
 // TestFeedOnSQLiteIsCommitOrder: with one writer, every committed event is
-// settled, in the order of its insert; the head is past them.
+// in the order of its insert; the head is past them.
 func TestFeedOnSQLiteIsCommitOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := feedFixture(t, testdb.NewSQLite(t))
-	head, skip, err := db.FeedHead(ctx, "env_a")
-	if err != nil || len(skip) != 0 {
-		t.Fatal(skip, err)
+	head, err := db.FeedHead(ctx, "env_a")
+	if err != nil {
+		t.Fatal(err)
 	}
 	var told [][]string
 	db.OnEventsCommitted(func(envIDs []string) { told = append(told, envIDs) })
@@ -177,9 +177,8 @@ func TestFeedOnSQLiteIsCommitOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := db.FeedAfter(ctx, "env_a", head, 10)
-	if err != nil || !slices.Equal(ids(got), []string{"evt_1", "evt_2"}) {
-		t.Fatalf("FeedAfter(head) = %v, %v; want [evt_1 evt_2]", ids(got), err)
+	if got := feedAfter(t, db, head); !slices.Equal(ids(got), []string{"evt_1", "evt_2"}) {
+		t.Fatalf("FeedAfter(head) = %v; want [evt_1 evt_2]", ids(got))
 	}
 	if len(told) != 2 || !slices.Equal(told[0], []string{"env_a"}) {
 		t.Fatalf("OnEventsCommitted was told %v, want env_a twice", told)
@@ -191,12 +190,13 @@ func TestFeedOnSQLiteIsCommitOrder(t *testing.T) {
 }
 
 // TestFeedTellsOfCommittedEventsOnly: a transaction that wrote events and
-// rolled back tells nothing.
+// rolled back tells nothing; one that committed tells its environment.
 func TestFeedTellsOfCommittedEventsOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := feedFixture(t, testdb.New(t))
 	var told [][]string
+	d := testdb.New(t)
+	db := feedFixture(t, d)
 	db.OnEventsCommitted(func(envIDs []string) { told = append(told, envIDs) })
 	_ = db.Write(ctx, func(tx *configdb.Tx) error {
 		if err := tx.RecordEvent(ctx, feedEvent("evt_r")); err != nil {

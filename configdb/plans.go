@@ -203,6 +203,7 @@ func (d *DB) CreatePlan(ctx context.Context, now time.Time, row *PlanRow, ev Pla
 		stored, err := tx.insertPlanOnce(ctx, row, ev)
 		switch {
 		case err == nil && !stored && inFlight:
+			d.committed(tx)
 			return nil
 		case err == nil && !stored:
 			return errPlanIDTaken(row)
@@ -211,6 +212,9 @@ func (d *DB) CreatePlan(ctx context.Context, now time.Time, row *PlanRow, ev Pla
 			if ctx.Err() == nil {
 				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 			}
+		}
+		if err == nil {
+			d.committed(tx)
 		}
 		retry, err := d.again(ctx, attempt, err)
 		if !retry && err != nil && inFlight {

@@ -89,6 +89,8 @@ type Domain struct {
 	Connections  *Connections
 	Reads        *Reads
 	Retention    *Retention
+	// Feed reads the environment's plan events as messages (§19).
+	Feed *Feed
 }
 
 // New builds the domain over its storage and the federation service, both
@@ -111,6 +113,7 @@ func New(db *configdb.DB, fed federation.Client, cfg Config, log *slog.Logger, h
 		Connections:  &Connections{core: c},
 		Reads:        &Reads{core: c},
 		Retention:    &Retention{core: c},
+		Feed:         &Feed{core: c},
 	}
 }
 

@@ -44,6 +44,9 @@ type config struct {
 	// AuthCacheTTL bounds how long a process serves an API key from its
 	// cache when the revocation published through Redis does not reach it.
 	AuthCacheTTL time.Duration
+	// StreamHeartbeat is the interval of the live event stream's comment
+	// line (§19).
+	StreamHeartbeat time.Duration
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -101,6 +104,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.BodyBudgetWait = dur("KEENAUTHD_BODY_BUDGET_WAIT", time.Second)
 	c.PlanRetention = dur("KEENAUTHD_PLAN_RETENTION", 90*24*time.Hour)
 	c.AuthCacheTTL = dur("KEENAUTHD_AUTH_CACHE_TTL", 5*time.Second)
+	c.StreamHeartbeat = dur("KEENAUTHD_STREAM_HEARTBEAT", 15*time.Second)
 	var poolErrs []string
 	c.Pool, poolErrs = loadPool(getenv)
 	errs = append(errs, poolErrs...)

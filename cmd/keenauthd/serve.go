@@ -303,6 +303,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
 	go service.FollowRevocations(followCtx, rdb, "keenauthd:", w.Domain.Keys, log)
+	go w.Events.Follow(followCtx)
 	for name, f := range map[string]any{"limiter": w.Limiter, "fleet": w.Fleet} {
 		if f, ok := f.(metrics.Failures); ok {
 			m.RegisterFailOpens(name, f)
@@ -344,6 +345,7 @@ func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hook
 		Hooks:             m.Service(),
 		HTTP:              httpLimits(cfg),
 		Bodies:            bodyBudget(cfg),
+		Streams:           service.StreamSettings{Heartbeat: cfg.StreamHeartbeat},
 	}
 }
 
