@@ -123,6 +123,13 @@ func New(d Deps) *gin.Engine {
 	api.GET("/management-logs", s.listLogs)
 	api.GET("/api-keys/current", s.currentKey)
 	api.GET("/config-policies", s.getPolicies)
+	// Webhooks (§19).
+	api.POST("/webhook-endpoints", s.createEndpoint)
+	api.GET("/webhook-endpoints", s.listEndpoints)
+	api.GET("/webhook-endpoints/:id", s.getEndpoint)
+	api.PATCH("/webhook-endpoints/:id", s.patchEndpoint)
+	api.DELETE("/webhook-endpoints/:id", s.deleteEndpoint)
+	api.POST("/webhook-endpoints/:id", s.endpointAction)
 
 	internal := r.Group("/internal/v1", noStore, s.internalAuth)
 	internal.POST("/token-activity", s.tokenActivity)
