@@ -483,7 +483,8 @@ func (r Reader) ListEvents(ctx context.Context, k PlanKey, after string, limit i
 
 // DeleteFinishedPlans deletes up to limit plans of an environment created
 // before cutoff that can no longer change (applied, conflicted, expired — a
-// planned plan past its validity is expired), with their events.
+// planned plan past its validity is expired), with their events and the
+// webhook deliveries of those.
 func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time.Time, limit int) (plans, events int, err error) {
 	var ids []string
 	err = tx.q(ctx).Model(&PlanRow{}).Where("environment_id = ? AND created_at < ?", envID, cutoff).
@@ -498,6 +499,10 @@ func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time
 	}
 	events = int(r.RowsAffected)
 	if err := tx.q(ctx).Exec("DELETE FROM plan_approvals WHERE environment_id = ? AND plan_id IN ?", envID, ids).Error; err != nil {
+		return 0, 0, err
+	}
+	// The deliveries of their events follow them (§19).
+	if err := tx.q(ctx).Exec("DELETE FROM webhook_deliveries WHERE environment_id = ? AND plan_id IN ?", envID, ids).Error; err != nil {
 		return 0, 0, err
 	}
 	r = tx.q(ctx).Exec("DELETE FROM config_plans WHERE environment_id = ? AND id IN ?", envID, ids)

@@ -34,12 +34,15 @@ type Config struct {
 	// AuthCacheTTL is how long an authenticated API key is served from the
 	// process without reading it again (0: every request reads it).
 	AuthCacheTTL time.Duration
+	// Webhooks are the settings of the webhook endpoints and deliveries (§19).
+	Webhooks WebhookConfig
 }
 
 // DefaultConfig is the configuration of §11.
 func DefaultConfig() Config {
 	return Config{PlanTTL: 24 * time.Hour, ApplyLease: 60 * time.Second, RevisionLimit: 50,
-		RevisionMaxAge: 90 * 24 * time.Hour, AuthCacheTTL: DefaultAuthCacheTTL}
+		RevisionMaxAge: 90 * 24 * time.Hour, AuthCacheTTL: DefaultAuthCacheTTL,
+		Webhooks: WebhookConfig{RetrySchedule: DefaultRetrySchedule()}}
 }
 
 // core is what every part of the domain is built on: the storage, the
@@ -89,6 +92,8 @@ type Domain struct {
 	Connections  *Connections
 	Reads        *Reads
 	Retention    *Retention
+	Webhooks     *Webhooks
+
 	// Feed reads the environment's plan events as messages (§19).
 	Feed *Feed
 }
@@ -114,6 +119,7 @@ func New(db *configdb.DB, fed federation.Client, cfg Config, log *slog.Logger, h
 		Reads:        &Reads{core: c},
 		Retention:    &Retention{core: c},
 		Feed:         &Feed{core: c},
+		Webhooks:     &Webhooks{core: c},
 	}
 }
 

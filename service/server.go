@@ -132,6 +132,13 @@ func New(d Deps) *gin.Engine {
 	api.GET("/config-policies", s.getPolicies)
 	api.GET("/config-events", s.listConfigEvents)
 	api.GET("/config-events/stream", s.streamConfigEvents)
+	// Webhooks (§19).
+	api.POST("/webhook-endpoints", s.createEndpoint)
+	api.GET("/webhook-endpoints", s.listEndpoints)
+	api.GET("/webhook-endpoints/:id", s.getEndpoint)
+	api.PATCH("/webhook-endpoints/:id", s.patchEndpoint)
+	api.DELETE("/webhook-endpoints/:id", s.deleteEndpoint)
+	api.POST("/webhook-endpoints/:id", s.endpointAction)
 
 	internal := r.Group("/internal/v1", noStore, s.internalAuth)
 	internal.POST("/token-activity", s.tokenActivity)

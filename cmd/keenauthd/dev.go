@@ -70,6 +70,8 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	}
 	defer unlock()
 
+	// Webhooks reach a receiver on this machine over http (§19).
+	cfg.Webhooks.AllowHTTP, cfg.Webhooks.AllowPrivate = true, true
 	log := newLogger(stderr, cfg.LogLevel)
 	dbPath := filepath.Join(*dataDir, devDatabaseFile)
 	db, err := configdb.OpenSQLite(dbPath)

@@ -329,6 +329,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hooks, secret []byte, draining *atomic.Bool) service.Settings {
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
+	pc.Webhooks = cfg.Webhooks
 	return service.Settings{
 		Plans:             pc,
 		PlanHooks:         hooks,
