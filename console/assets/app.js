@@ -6,6 +6,7 @@ import { plansPage, planPage } from './plans.js';
 import { revisionsPage, revisionPage } from './revisions.js';
 import { logsPage } from './logs.js';
 import { configPage } from './config.js';
+import { stopLive } from './live.js';
 
 const main = document.getElementById('main');
 const top = document.getElementById('top');
@@ -60,6 +61,7 @@ export function current(seq) {
 
 async function render() {
   const seq = ++renderSeq;
+  stopLive(); // a page that follows the live stream starts it again
   if (!getKey()) {
     session = null;
     renderHeader();

@@ -505,3 +505,24 @@ test('the first hour: compact types, dotted paths, the new warnings, marked revi
   noProblems(page);
   await page.context().close();
 });
+
+test('the plans list and an open plan page update live from the event stream', async () => {
+  const page = await newPage();
+  await signIn(page, KEY_ALL, '/console/plans');
+  await title(page, /^Plans$/);
+  // A plan created elsewhere appears in the list without a reload.
+  const p = await mustPlan({ roles: { live: { display_name: 'Live role' } } });
+  const row = page.locator(`main a[href="/console/plans/${p.id}"]`);
+  await row.waitFor({ timeout: 5000 });
+  await page.locator('#live-note', { hasText: 'plan.created' }).waitFor();
+  await check(page, 'plans-live');
+  await row.click();
+  await title(page, new RegExp(p.id));
+  // Applied elsewhere: the open page shows it applied, with its revision.
+  await mustApply(p.id);
+  await page.locator('#apply-note').waitFor({ timeout: 5000 });
+  await page.locator('#live-plan-note', { hasText: 'plan.applied' }).waitFor();
+  await check(page, 'plan-live');
+  noProblems(page);
+  await page.context().close();
+});
