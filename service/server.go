@@ -139,6 +139,8 @@ func New(d Deps) *gin.Engine {
 	api.PATCH("/webhook-endpoints/:id", s.patchEndpoint)
 	api.DELETE("/webhook-endpoints/:id", s.deleteEndpoint)
 	api.POST("/webhook-endpoints/:id", s.endpointAction)
+	api.GET("/webhook-endpoints/:id/deliveries", s.endpointDeliveries)
+	api.POST("/webhook-endpoints/:id/deliveries/:msg_id", s.deliveryAction)
 
 	internal := r.Group("/internal/v1", noStore, s.internalAuth)
 	internal.POST("/token-activity", s.tokenActivity)

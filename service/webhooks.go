@@ -118,3 +118,25 @@ func (s *Server) endpointAction(c *gin.Context) {
 	e, err := s.d.Webhooks.RotateSecret(c.Request.Context(), actor(c), id)
 	s.answer(c, e, err)
 }
+
+// endpointDeliveries answers GET /v1/webhook-endpoints/{id}/deliveries.
+func (s *Server) endpointDeliveries(c *gin.Context) {
+	listed(s, c, plans.PrefixWebhookMessage, func(ctx context.Context, lp plans.ListParams) (plans.Page[plans.WebhookDelivery], error) {
+		return s.d.Webhooks.ListDeliveries(ctx, actor(c), c.Param("id"), lp)
+	})
+}
+
+// deliveryAction answers POST /v1/webhook-endpoints/{id}/deliveries/{msg_id}:retry:
+// 202 with the delivery, pending again.
+func (s *Server) deliveryAction(c *gin.Context) {
+	msgID, _, ok := s.verbWithoutInput(c, "msg_id", "retry")
+	if !ok {
+		return
+	}
+	d, err := s.d.Webhooks.RetryDelivery(c.Request.Context(), actor(c), c.Param("id"), msgID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, jsonResponse(http.StatusAccepted, d))
+}

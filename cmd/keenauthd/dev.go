@@ -129,7 +129,7 @@ func devServe(ctx context.Context, cfg config, ln net.Listener, w *service.Wired
 	running := &inflight{next: w.Handler, draining: draining}
 	printDevBanner(stdout, banner)
 	log.Info("keenauthd dev listening", "addr", banner.addr, "data", banner.dataDir, "environment_id", banner.env.ID, "api_key_id", banner.key.ID)
-	return runServer(ctx, cfg, ln, running, draining, newSweeper(w.Domain.Retention, cfg, nil, log), m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, draining, newSweeper(w.Domain.Retention, cfg, nil, log), w.Domain.Webhooks.Dispatcher(), m.Handler(), log)
 }
 
 // devEnvironment returns the dev environment of the database, creating it

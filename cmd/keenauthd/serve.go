@@ -321,7 +321,8 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 	// The address, for the scripts and tests that start serve on port 0,
 	// as a JSON line too: every line keenauthd writes is one (§23).
 	_ = json.NewEncoder(stdout).Encode(map[string]string{"msg": "listening on", "addr": ln.Addr().String()})
-	return runServer(ctx, cfg, ln, running, &draining, newSweeper(w.Domain.Retention, cfg, newSweepLock(rdb, "keenauthd:"), log), m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, &draining, newSweeper(w.Domain.Retention, cfg, newSweepLock(rdb, "keenauthd:"), log),
+		w.Domain.Webhooks.Dispatcher(), m.Handler(), log)
 }
 
 // settings are the choices of serve and dev for one keenauthd: the
@@ -353,7 +354,7 @@ func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hook
 // runServer serves on ln until ctx ends, with the retention sweep and the
 // debug endpoints beside it, then drains: the part serve and dev share.
 func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflight, draining *atomic.Bool, sweep *sweeper,
-	metrics http.Handler, log *slog.Logger) error {
+	dispatch *plans.Dispatcher, metrics http.Handler, log *slog.Logger) error {
 	// net/http's own reports (an accept failing for want of file
 	// descriptors, a handler's misuse) are lines of the JSON log too.
 	srv := &http.Server{Handler: running, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -367,6 +368,8 @@ func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflig
 		bg.Wait()
 	}()
 	bg.Go(func() { sweep.run(bgCtx) })
+	// Every replica dispatches the webhook deliveries (§19).
+	bg.Go(func() { dispatch.Run(bgCtx) })
 	if cfg.DebugListen != "" {
 		dbg, err := debugServer(bgCtx, cfg.DebugListen, metrics, log, &bg)
 		if err != nil {
