@@ -381,10 +381,21 @@ export async function planPage({ seq, id }) {
       request('/config-plans/' + encodeURIComponent(id) + '/events?limit=100').catch((err) => err),
     ]);
     if (!now || !current(seq)) return;
-    const focused = document.activeElement && document.activeElement.id;
-    showPlan(now, evs, seq, shownRefusal.seq === seq ? shownRefusal.refusal : undefined);
-    const again = focused && document.getElementById(focused);
-    if (again) again.focus({ preventScroll: true });
+    if (now.status === shownStatus.status && shownStatus.seq === seq) {
+      // The status did not move (an approval, a refused apply): only the
+      // events are shown again, so that what the reader is doing on the
+      // page (a refusal shown, a box ticked) stays as it is.
+      const old = [...document.querySelectorAll('main section')].find((sec) => {
+        const t = sec.querySelector('h2');
+        return t && t.textContent === 'Events';
+      });
+      if (old && !(evs instanceof Problem)) old.replaceWith(eventsSection(now, evs.data));
+    } else {
+      const focused = document.activeElement && document.activeElement.id;
+      showPlan(now, evs, seq, shownRefusal.seq === seq ? shownRefusal.refusal : undefined);
+      const again = focused && document.getElementById(focused);
+      if (again) again.focus({ preventScroll: true });
+    }
     const note = document.getElementById('live-plan-note');
     if (note) note.textContent = `Updated live: ${ev.type}.`;
   });
@@ -400,8 +411,12 @@ function rebasesOf(events) {
 // stream shows the plan again.
 let shownRefusal = { seq: 0, refusal: undefined };
 
+// shownStatus is the status of the plan the page shows.
+let shownStatus = { seq: 0, status: '' };
+
 function showPlan(p, events, seq, refusal) {
   shownRefusal = { seq, refusal };
+  shownStatus = { seq, status: p.status };
   const evs = events instanceof Problem ? null : events.data;
   const rebasedAs = rebasesOf(evs);
   const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
