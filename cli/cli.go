@@ -202,6 +202,7 @@ Environment:
 	root.AddCommand(a.configCommand(), a.plansCommand(), a.revisionsCommand(), a.logsCommand(),
 		a.connectionsCommand(), a.whoamiCommand(), a.versionCommand())
 	root.AddCommand(a.policiesCommand())
+	root.AddCommand(a.eventsCommand())
 	return root
 }
 

@@ -51,6 +51,10 @@ const (
 	PermManagementLogsRead = "management-logs:read"
 	// PermConfigApprove approves and rejects plans (§17).
 	PermConfigApprove = "config:approve"
+	// PermWebhooksRead and PermWebhooksWrite read and change the webhook
+	// endpoints and their deliveries (§19).
+	PermWebhooksRead  = "webhooks:read"
+	PermWebhooksWrite = "webhooks:write"
 )
 
 var (
@@ -90,6 +94,7 @@ func WriteOrder(k Kind) int { return kindIndex[k] }
 func AllPermissions() []string {
 	seen := map[string]bool{}
 	out := []string{PermConfigRead, PermConfigWrite, PermManagementLogsRead, PermConfigApprove}
+	out = append(out, PermWebhooksRead, PermWebhooksWrite)
 	for _, k := range Kinds {
 		for _, p := range []string{k.ReadPerm, k.WritePerm} {
 			if !seen[p] {

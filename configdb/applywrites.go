@@ -397,6 +397,7 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 	if len(r.Events) > 0 {
 		// Recorded with the plan's update, as a transition's are.
 		events, evArgs := eventFrom("(SELECT 1 FROM p) AS pe", tx.Now, r.Events...)
+		tx.announce(r.Events...)
 		q.parts = append(q.parts, "ev AS ("+events+" RETURNING 1)")
 		q.args = append(q.args, evArgs...)
 	}

@@ -47,6 +47,8 @@ type DB struct {
 	Reader
 	now  func() time.Time
 	opts Options
+	// eventsCommitted is OnEventsCommitted's follower.
+	eventsCommitted func(envIDs []string)
 }
 
 // New wraps an opened database (PostgreSQL or SQLite); now is the clock
@@ -82,6 +84,8 @@ type Tx struct {
 	Now time.Time
 	// seam is Options.BeforeApplyWrite.
 	seam func(*gorm.DB) error
+	// announced are the environments whose plan events it writes.
+	announced []string
 }
 
 // beforeApplyWrite runs the test seam, when there is one, before an
@@ -117,8 +121,9 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 	var err error
 	for attempt := 1; ; attempt++ {
 		committing := false
+		var tx *Tx
 		err = d.g.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-			tx := &Tx{Reader: Reader{g: g, sqlite: d.sqlite}, Now: d.now(), seam: d.opts.BeforeApplyWrite}
+			tx = &Tx{Reader: Reader{g: g, sqlite: d.sqlite}, Now: d.now(), seam: d.opts.BeforeApplyWrite}
 			if attempt > 1 && d.sqlite {
 				if err := lockForRetry(g); err != nil {
 					return err
@@ -134,6 +139,9 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 		// connection breaks before its answer: only a read can tell.
 		if err != nil && committing && connectionLost(err) {
 			return fmt.Errorf("%w: %w: %w", ErrCommitUnknown, ErrUnavailable, err)
+		}
+		if err == nil {
+			d.committed(tx)
 		}
 		if retry, err := d.again(ctx, attempt, err); !retry {
 			return err
@@ -194,9 +202,13 @@ func (d *DB) InStatement(ctx context.Context, fn func(tx *Tx) error) error {
 		return d.InTx(ctx, sql.LevelDefault, fn)
 	}
 	for attempt := 1; ; attempt++ {
-		err := fn(&Tx{Reader: Reader{g: d.g}, Now: d.now(), seam: d.opts.BeforeApplyWrite})
+		tx := &Tx{Reader: Reader{g: d.g}, Now: d.now(), seam: d.opts.BeforeApplyWrite}
+		err := fn(tx)
 		if outcomeUnknown(ctx, err) {
 			return fmt.Errorf("%w: %w: %w", ErrCommitUnknown, ErrUnavailable, err)
+		}
+		if err == nil {
+			d.committed(tx)
 		}
 		if retry, err := d.again(ctx, attempt, err); !retry {
 			return err

@@ -175,6 +175,7 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 		return false, ins.Error
 	}
 	events, evArgs := eventFrom("p", tx.Now, ev)
+	tx.announce(ev)
 	return rows(tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)...))
 }
 
@@ -202,6 +203,7 @@ func (d *DB) CreatePlan(ctx context.Context, now time.Time, row *PlanRow, ev Pla
 		stored, err := tx.insertPlanOnce(ctx, row, ev)
 		switch {
 		case err == nil && !stored && inFlight:
+			d.committed(tx)
 			return nil
 		case err == nil && !stored:
 			return errPlanIDTaken(row)
@@ -210,6 +212,9 @@ func (d *DB) CreatePlan(ctx context.Context, now time.Time, row *PlanRow, ev Pla
 			if ctx.Err() == nil {
 				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 			}
+		}
+		if err == nil {
+			d.committed(tx)
 		}
 		retry, err := d.again(ctx, attempt, err)
 		if !retry && err != nil && inFlight {
@@ -304,6 +309,7 @@ func (tx *Tx) transition(ctx context.Context, k PlanKey, cond string, condArgs [
 		args = append(args, set[col])
 	}
 	events, evArgs := eventFrom("c", tx.Now, evs...)
+	tx.announce(evs...)
 	args = append(append(args, whereArgs...), evArgs...)
 	return rows(tx.q(ctx).Exec("WITH c AS (UPDATE config_plans SET "+b.String()+" WHERE "+where+" RETURNING 1) "+events, args...))
 }
@@ -450,6 +456,7 @@ func (tx *Tx) RecordEvents(ctx context.Context, evs ...PlanEventRow) error {
 	for i := range rows {
 		rows[i].CreatedAt = tx.Now
 	}
+	tx.announce(evs...)
 	return tx.q(ctx).Create(&rows).Error
 }
 
@@ -476,7 +483,8 @@ func (r Reader) ListEvents(ctx context.Context, k PlanKey, after string, limit i
 
 // DeleteFinishedPlans deletes up to limit plans of an environment created
 // before cutoff that can no longer change (applied, conflicted, expired — a
-// planned plan past its validity is expired), with their events.
+// planned plan past its validity is expired), with their events and the
+// webhook deliveries of those.
 func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time.Time, limit int) (plans, events int, err error) {
 	var ids []string
 	err = tx.q(ctx).Model(&PlanRow{}).Where("environment_id = ? AND created_at < ?", envID, cutoff).
@@ -491,6 +499,10 @@ func (tx *Tx) DeleteFinishedPlans(ctx context.Context, envID string, cutoff time
 	}
 	events = int(r.RowsAffected)
 	if err := tx.q(ctx).Exec("DELETE FROM plan_approvals WHERE environment_id = ? AND plan_id IN ?", envID, ids).Error; err != nil {
+		return 0, 0, err
+	}
+	// The deliveries of their events follow them (§19).
+	if err := tx.q(ctx).Exec("DELETE FROM webhook_deliveries WHERE environment_id = ? AND plan_id IN ?", envID, ids).Error; err != nil {
 		return 0, 0, err
 	}
 	r = tx.q(ctx).Exec("DELETE FROM config_plans WHERE environment_id = ? AND id IN ?", envID, ids)

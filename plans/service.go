@@ -34,12 +34,15 @@ type Config struct {
 	// AuthCacheTTL is how long an authenticated API key is served from the
 	// process without reading it again (0: every request reads it).
 	AuthCacheTTL time.Duration
+	// Webhooks are the settings of the webhook endpoints and deliveries (§19).
+	Webhooks WebhookConfig
 }
 
 // DefaultConfig is the configuration of §11.
 func DefaultConfig() Config {
 	return Config{PlanTTL: 24 * time.Hour, ApplyLease: 60 * time.Second, RevisionLimit: 50,
-		RevisionMaxAge: 90 * 24 * time.Hour, AuthCacheTTL: DefaultAuthCacheTTL}
+		RevisionMaxAge: 90 * 24 * time.Hour, AuthCacheTTL: DefaultAuthCacheTTL,
+		Webhooks: WebhookConfig{RetrySchedule: DefaultRetrySchedule()}}
 }
 
 // core is what every part of the domain is built on: the storage, the
@@ -89,6 +92,10 @@ type Domain struct {
 	Connections  *Connections
 	Reads        *Reads
 	Retention    *Retention
+	Webhooks     *Webhooks
+
+	// Feed reads the environment's plan events as messages (§19).
+	Feed *Feed
 }
 
 // New builds the domain over its storage and the federation service, both
@@ -111,6 +118,8 @@ func New(db *configdb.DB, fed federation.Client, cfg Config, log *slog.Logger, h
 		Connections:  &Connections{core: c},
 		Reads:        &Reads{core: c},
 		Retention:    &Retention{core: c},
+		Feed:         &Feed{core: c},
+		Webhooks:     &Webhooks{core: c},
 	}
 }
 

@@ -42,6 +42,7 @@ var codes = map[config.Code]int{
 	config.CodeIdempotencyKeyMismatch:  http.StatusUnprocessableEntity,
 	config.CodeValidationFailed:        http.StatusUnprocessableEntity,
 	config.CodePolicyConflict:          http.StatusUnprocessableEntity,
+	config.CodeTooMany:                 http.StatusUnprocessableEntity,
 	config.CodeRateLimited:             http.StatusTooManyRequests,
 	config.CodeInternalError:           http.StatusInternalServerError,
 	config.CodeNotImplemented:          http.StatusNotImplemented,

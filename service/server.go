@@ -50,13 +50,17 @@ type Deps struct {
 	HTTP HTTPLimits
 	// Bodies is the budget of large request bodies (nil: the default).
 	Bodies *BodyBudget
+	// Events wakes the live streams; Streams are their settings (§19).
+	Events  *EventHub
+	Streams StreamSettings
 }
 
 // Server is the HTTP API.
 type Server struct {
-	d      Deps
-	limits HTTPLimits
-	bodies *BodyBudget
+	d       Deps
+	limits  HTTPLimits
+	bodies  *BodyBudget
+	streams StreamSettings
 }
 
 // New builds the router.
@@ -67,9 +71,12 @@ func New(d Deps) *gin.Engine {
 	if d.IdempotencyLease <= 0 {
 		d.IdempotencyLease = 2 * time.Minute
 	}
-	s := &Server{d: d, limits: d.HTTP.WithDefaults(), bodies: d.Bodies}
+	s := &Server{d: d, limits: d.HTTP.WithDefaults(), bodies: d.Bodies, streams: d.Streams.WithDefaults()}
 	if s.bodies == nil {
 		s.bodies = NewBodyBudget(0, 0)
+	}
+	if s.d.Events == nil {
+		s.d.Events = NewEventHub(nil, "", d.Log)
 	}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -123,6 +130,17 @@ func New(d Deps) *gin.Engine {
 	api.GET("/management-logs", s.listLogs)
 	api.GET("/api-keys/current", s.currentKey)
 	api.GET("/config-policies", s.getPolicies)
+	api.GET("/config-events", s.listConfigEvents)
+	api.GET("/config-events/stream", s.streamConfigEvents)
+	// Webhooks (§19).
+	api.POST("/webhook-endpoints", s.createEndpoint)
+	api.GET("/webhook-endpoints", s.listEndpoints)
+	api.GET("/webhook-endpoints/:id", s.getEndpoint)
+	api.PATCH("/webhook-endpoints/:id", s.patchEndpoint)
+	api.DELETE("/webhook-endpoints/:id", s.deleteEndpoint)
+	api.POST("/webhook-endpoints/:id", s.endpointAction)
+	api.GET("/webhook-endpoints/:id/deliveries", s.endpointDeliveries)
+	api.POST("/webhook-endpoints/:id/deliveries/:msg_id", s.deliveryAction)
 
 	internal := r.Group("/internal/v1", noStore, s.internalAuth)
 	internal.POST("/token-activity", s.tokenActivity)

@@ -53,6 +53,8 @@ type Settings struct {
 	Hooks             Hooks
 	HTTP              HTTPLimits
 	Bodies            *BodyBudget
+	// Streams are the live event stream's settings (§19).
+	Streams StreamSettings
 }
 
 // Wired is one keenauthd: its domain, its router, and the stores
@@ -62,6 +64,9 @@ type Wired struct {
 	Handler *gin.Engine
 	Limiter ratelimit.Limiter
 	Fleet   ratelimit.Fleet
+	// Events wakes the live streams; its Follow hears the other
+	// processes' events (run it beside the server when there is Redis).
+	Events *EventHub
 }
 
 // Wire builds one keenauthd over b: the domain (plans.New), the idempotency and
@@ -82,6 +87,9 @@ func Wire(b Backend, s Settings) *Wired {
 	d := Deps{Domain: w.Domain, IdempotencySecret: s.IdempotencySecret, IdempotencyLease: s.IdempotencyLease,
 		RateLimit: s.RateLimit, PreviewRateLimit: preview, InternalToken: s.InternalToken, Log: s.Log, Draining: s.Draining,
 		Metrics: s.Metrics, Hooks: s.Hooks, HTTP: s.HTTP, Bodies: s.Bodies, Ready: ready(b)}
+	w.Events = NewEventHub(b.Redis, b.Prefix, s.Log)
+	b.DB.OnEventsCommitted(w.Events.Committed)
+	d.Events, d.Streams = w.Events, s.Streams
 	if b.Redis == nil {
 		d.Idempotency = idempotency.NewMemoryStore(nil)
 		d.Limiter = ratelimit.NewMemoryLimiter(s.RateLimit, nil)

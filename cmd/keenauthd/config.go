@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keenauth/configplans/plans"
 )
 
 // config is read from KEENAUTHD_* variables.
@@ -44,6 +46,11 @@ type config struct {
 	// AuthCacheTTL bounds how long a process serves an API key from its
 	// cache when the revocation published through Redis does not reach it.
 	AuthCacheTTL time.Duration
+	// StreamHeartbeat is the interval of the live event stream's comment
+	// line (§19).
+	StreamHeartbeat time.Duration
+	// Webhooks are KEENAUTHD_WEBHOOK_* (§19).
+	Webhooks plans.WebhookConfig
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -101,6 +108,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.BodyBudgetWait = dur("KEENAUTHD_BODY_BUDGET_WAIT", time.Second)
 	c.PlanRetention = dur("KEENAUTHD_PLAN_RETENTION", 90*24*time.Hour)
 	c.AuthCacheTTL = dur("KEENAUTHD_AUTH_CACHE_TTL", 5*time.Second)
+	c.StreamHeartbeat = dur("KEENAUTHD_STREAM_HEARTBEAT", 15*time.Second)
+	errs = append(errs, loadWebhooks(getenv, &c.Webhooks)...)
 	var poolErrs []string
 	c.Pool, poolErrs = loadPool(getenv)
 	errs = append(errs, poolErrs...)
@@ -120,4 +129,33 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// loadWebhooks reads KEENAUTHD_WEBHOOK_ALLOW_HTTP and _ALLOW_PRIVATE (true
+// or false, default false) and _RETRY_SCHEDULE (comma-separated Go
+// durations, default §19's) into w, and returns the problems.
+func loadWebhooks(getenv func(string) string, w *plans.WebhookConfig) []string {
+	var errs []string
+	for _, v := range []struct {
+		name string
+		dst  *bool
+	}{{"KEENAUTHD_WEBHOOK_ALLOW_HTTP", &w.AllowHTTP}, {"KEENAUTHD_WEBHOOK_ALLOW_PRIVATE", &w.AllowPrivate}} {
+		switch getenv(v.name) {
+		case "", "false":
+		case "true":
+			*v.dst = true
+		default:
+			errs = append(errs, fmt.Sprintf("%s=%q is not true or false", v.name, getenv(v.name)))
+		}
+	}
+	w.RetrySchedule = plans.DefaultRetrySchedule()
+	if v := getenv("KEENAUTHD_WEBHOOK_RETRY_SCHEDULE"); v != "" {
+		schedule, err := plans.ParseRetrySchedule(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("KEENAUTHD_WEBHOOK_RETRY_SCHEDULE=%q: %v", v, err))
+		} else {
+			w.RetrySchedule = schedule
+		}
+	}
+	return errs
 }

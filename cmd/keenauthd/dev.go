@@ -70,6 +70,8 @@ func dev(ctx context.Context, cfg config, args []string, stdout, stderr io.Write
 	}
 	defer unlock()
 
+	// Webhooks reach a receiver on this machine over http (§19).
+	cfg.Webhooks.AllowHTTP, cfg.Webhooks.AllowPrivate = true, true
 	log := newLogger(stderr, cfg.LogLevel)
 	dbPath := filepath.Join(*dataDir, devDatabaseFile)
 	db, err := configdb.OpenSQLite(dbPath)
@@ -127,7 +129,7 @@ func devServe(ctx context.Context, cfg config, ln net.Listener, w *service.Wired
 	running := &inflight{next: w.Handler, draining: draining}
 	printDevBanner(stdout, banner)
 	log.Info("keenauthd dev listening", "addr", banner.addr, "data", banner.dataDir, "environment_id", banner.env.ID, "api_key_id", banner.key.ID)
-	return runServer(ctx, cfg, ln, running, draining, newSweeper(w.Domain.Retention, cfg, nil, log), m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, draining, newSweeper(w.Domain.Retention, cfg, nil, log), w.Domain.Webhooks.Dispatcher(), m.Handler(), log)
 }
 
 // devEnvironment returns the dev environment of the database, creating it

@@ -303,6 +303,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
 	go service.FollowRevocations(followCtx, rdb, "keenauthd:", w.Domain.Keys, log)
+	go w.Events.Follow(followCtx)
 	for name, f := range map[string]any{"limiter": w.Limiter, "fleet": w.Fleet} {
 		if f, ok := f.(metrics.Failures); ok {
 			m.RegisterFailOpens(name, f)
@@ -320,7 +321,8 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 	// The address, for the scripts and tests that start serve on port 0,
 	// as a JSON line too: every line keenauthd writes is one (§23).
 	_ = json.NewEncoder(stdout).Encode(map[string]string{"msg": "listening on", "addr": ln.Addr().String()})
-	return runServer(ctx, cfg, ln, running, &draining, newSweeper(w.Domain.Retention, cfg, newSweepLock(rdb, "keenauthd:"), log), m.Handler(), log)
+	return runServer(ctx, cfg, ln, running, &draining, newSweeper(w.Domain.Retention, cfg, newSweepLock(rdb, "keenauthd:"), log),
+		w.Domain.Webhooks.Dispatcher(), m.Handler(), log)
 }
 
 // settings are the choices of serve and dev for one keenauthd: the
@@ -328,6 +330,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hooks, secret []byte, draining *atomic.Bool) service.Settings {
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
+	pc.Webhooks = cfg.Webhooks
 	return service.Settings{
 		Plans:             pc,
 		PlanHooks:         hooks,
@@ -344,13 +347,14 @@ func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hook
 		Hooks:             m.Service(),
 		HTTP:              httpLimits(cfg),
 		Bodies:            bodyBudget(cfg),
+		Streams:           service.StreamSettings{Heartbeat: cfg.StreamHeartbeat},
 	}
 }
 
 // runServer serves on ln until ctx ends, with the retention sweep and the
 // debug endpoints beside it, then drains: the part serve and dev share.
 func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflight, draining *atomic.Bool, sweep *sweeper,
-	metrics http.Handler, log *slog.Logger) error {
+	dispatch *plans.Dispatcher, metrics http.Handler, log *slog.Logger) error {
 	// net/http's own reports (an accept failing for want of file
 	// descriptors, a handler's misuse) are lines of the JSON log too.
 	srv := &http.Server{Handler: running, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -364,6 +368,8 @@ func runServer(ctx context.Context, cfg config, ln net.Listener, running *inflig
 		bg.Wait()
 	}()
 	bg.Go(func() { sweep.run(bgCtx) })
+	// Every replica dispatches the webhook deliveries (§19).
+	bg.Go(func() { dispatch.Run(bgCtx) })
 	if cfg.DebugListen != "" {
 		dbg, err := debugServer(bgCtx, cfg.DebugListen, metrics, log, &bg)
 		if err != nil {

@@ -6,6 +6,8 @@ import { plansPage, planPage } from './plans.js';
 import { revisionsPage, revisionPage } from './revisions.js';
 import { logsPage } from './logs.js';
 import { configPage } from './config.js';
+import { stopLive } from './live.js';
+import { webhooksPage, webhookPage } from './webhooks.js';
 
 const main = document.getElementById('main');
 const top = document.getElementById('top');
@@ -21,6 +23,8 @@ const routes = [
   [/^\/console\/revisions\/([^/]+)$/, revisionPage],
   [/^\/console\/logs\/?$/, logsPage],
   [/^\/console\/config\/?$/, configPage],
+  [/^\/console\/webhooks\/?$/, webhooksPage],
+  [/^\/console\/webhooks\/([^/]+)$/, webhookPage],
 ];
 
 const navItems = [
@@ -28,6 +32,7 @@ const navItems = [
   ['/console/revisions', 'Revisions', 'config:read'],
   ['/console/logs', 'Management log', 'management-logs:read'],
   ['/console/config', 'Configuration', 'config:read'],
+  ['/console/webhooks', 'Webhooks', 'webhooks:read'],
 ];
 
 // can reports whether the signed-in key holds every permission.
@@ -66,6 +71,7 @@ export function current(seq) {
 
 async function render() {
   const seq = ++renderSeq;
+  stopLive(); // a page that follows the live stream starts it again
   if (!getKey()) {
     session = null;
     renderHeader();

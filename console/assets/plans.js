@@ -4,6 +4,7 @@ import { h, clear, time, badge, problem, pager, table, planLink, revisionLink, l
 import { page, can, current, navigate } from './app.js';
 import { diffOps, fieldPath } from './diff.js';
 import { reviewSection, approvalsMissing } from './review.js';
+import { followLive } from './live.js';
 
 const STATUSES = ['planned', 'applying', 'applied', 'conflicted', 'expired', 'rejected'];
 
@@ -34,7 +35,29 @@ export async function plansPage({ seq, params }) {
   } },
   h('label', { for: 'status-filter' }, 'Status'), select, h('button', { type: 'submit', class: 'secondary' }, 'Filter'));
   const body = h('div', {}, loading());
-  page('Plans', filter, body);
+  const live = h('p', { class: 'muted small', id: 'live-note', role: 'status' });
+  page('Plans', filter, live, body);
+  await fillPlans(body, q, params, status, seq);
+  // The list follows the live stream (§19): each event of a plan reads the
+  // page again, in place (the focus stays where it is).
+  let pending = null;
+  followLive((ev) => {
+    if (!current(seq) || pending) return;
+    pending = setTimeout(async () => {
+      pending = null;
+      if (!current(seq)) return;
+      try {
+        await fillPlans(body, q, params, status, seq);
+        live.textContent = `Updated live: ${ev.type} of ${ev.data && ev.data.plan_id ? ev.data.plan_id : 'a plan'}.`;
+      } catch {
+        // the next event tries again
+      }
+    }, 200);
+  });
+}
+
+// fillPlans reads a page of the plans list into body.
+async function fillPlans(body, q, params, status, seq) {
   const list = await request('/config-plans' + (q.toString() ? '?' + q : ''));
   if (!current(seq)) return;
   clear(body);
@@ -369,6 +392,33 @@ export async function planPage({ seq, id }) {
   ]);
   if (!current(seq)) return;
   showPlan(p, events, seq);
+  // The page follows the live stream (§19): an event of this plan shows it
+  // again, with its new status and events; the focus stays where it was.
+  followLive(async (ev) => {
+    if (!current(seq) || !ev.data || ev.data.plan_id !== id) return;
+    const [now, evs] = await Promise.all([
+      request('/config-plans/' + encodeURIComponent(id)).catch(() => null),
+      request('/config-plans/' + encodeURIComponent(id) + '/events?limit=100').catch((err) => err),
+    ]);
+    if (!now || !current(seq)) return;
+    if (now.status === shownStatus.status && approvalsOf(now) === shownStatus.approvals && shownStatus.seq === seq) {
+      // Neither the status nor the approvals moved (a refused apply): only the
+      // events are shown again, so that what the reader is doing on the
+      // page (a refusal shown, a box ticked) stays as it is.
+      const old = [...document.querySelectorAll('main section')].find((sec) => {
+        const t = sec.querySelector('h2');
+        return t && t.textContent === 'Events';
+      });
+      if (old && !(evs instanceof Problem)) old.replaceWith(eventsSection(now, evs.data));
+    } else {
+      const focused = document.activeElement && document.activeElement.id;
+      showPlan(now, evs, seq, shownRefusal.seq === seq ? shownRefusal.refusal : undefined);
+      const again = focused && document.getElementById(focused);
+      if (again) again.focus({ preventScroll: true });
+    }
+    const note = document.getElementById('live-plan-note');
+    if (note) note.textContent = `Updated live: ${ev.type}.`;
+  });
 }
 
 // rebasesOf lists the plans that rebased p (its plan_rebased events).
@@ -377,7 +427,22 @@ function rebasesOf(events) {
   return events.filter((e) => e.type === 'plan_rebased' && e.data && e.data.plan_id).map((e) => e.data.plan_id);
 }
 
+// shownRefusal is the refusal the plan page shows, kept when the live
+// stream shows the plan again.
+let shownRefusal = { seq: 0, refusal: undefined };
+
+// shownStatus is the status of the plan the page shows, and its number of
+// approvals: an approval given elsewhere changes what the page offers
+// (Apply once enough), so it shows the plan again whole.
+let shownStatus = { seq: 0, status: '', approvals: 0 };
+
+function approvalsOf(p) {
+  return Array.isArray(p.approvals) ? p.approvals.length : 0;
+}
+
 function showPlan(p, events, seq, refusal, reviewNote) {
+  shownRefusal = { seq, refusal };
+  shownStatus = { seq, status: p.status, approvals: approvalsOf(p) };
   const evs = events instanceof Problem ? null : events.data;
   const rebasedAs = rebasesOf(evs);
   const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
@@ -421,6 +486,7 @@ function showPlan(p, events, seq, refusal, reviewNote) {
     rebasedAs.length ? h('p', { class: 'note', id: 'rebased-note' }, 'This plan was rebased as ',
       rebasedAs.map((id, i) => [i ? ', ' : '', planLink(id)]), rebasedAs.length > 1 ? ' (the last is the newest).' : '.') : null,
     facts(p, rebasedAs),
+    h('p', { class: 'muted small', id: 'live-plan-note', role: 'status' }),
     summaryCounts(p.summary),
     conflictSection(p, evs, rebasedAs),
     reviewSection(p, reviewed, refused, reviewNote),

@@ -116,6 +116,8 @@ type Options struct {
 	Replica *Env
 	// Metrics registers the instance's collectors and serves /metrics.
 	Metrics bool
+	// Streams are the live event stream's settings (zero: the defaults).
+	Streams service.StreamSettings
 	// On the embedded backend, Replica and Redis skip the test: replicas
 	// need PostgreSQL and Redis. Database (another environment's SQLite
 	// file) is shared as on PostgreSQL.
@@ -226,7 +228,7 @@ func Setup(t testing.TB, opt Options) *Env {
 		// that a Redis fault shows quickly.
 		FleetLimit: fleet, FleetLease: 2 * time.Minute, FleetCallTimeout: 150 * time.Millisecond,
 		IdempotencySecret: []byte("test-idempotency-secret"), IdempotencyLease: 10 * time.Second,
-		InternalToken: InternalToken, Log: log}
+		InternalToken: InternalToken, Log: log, Streams: opt.Streams}
 	if rl.CallTimeout > 0 {
 		st.FleetCallTimeout = rl.CallTimeout
 	}
@@ -242,6 +244,12 @@ func Setup(t testing.TB, opt Options) *Env {
 	}
 	w := service.Wire(b, st)
 	e.Domain, e.Handler = w.Domain, w.Handler
+	if b.Redis != nil {
+		// The live streams hear the events of the other replicas.
+		followCtx, stop := context.WithCancel(context.Background())
+		t.Cleanup(stop)
+		go w.Events.Follow(followCtx)
+	}
 	if r := opt.Replica; r != nil {
 		e.EnvID, e.Secret = r.EnvID, r.Secret
 		return e

@@ -689,3 +689,66 @@ test('the rules a plan tripped are shown beside their change (§18)', async () =
     });
   }
 });
+
+test('the plans list and an open plan page update live from the event stream', async () => {
+  const page = await newPage();
+  await signIn(page, KEY_ALL, '/console/plans');
+  await title(page, /^Plans$/);
+  // A plan created elsewhere appears in the list without a reload.
+  const p = await mustPlan({ roles: { live: { display_name: 'Live role' } } });
+  const row = page.locator(`main a[href="/console/plans/${p.id}"]`);
+  await row.waitFor({ timeout: 5000 });
+  await page.locator('#live-note', { hasText: 'plan.created' }).waitFor();
+  await check(page, 'plans-live');
+  await row.click();
+  await title(page, new RegExp(p.id));
+  // Applied elsewhere: the open page shows it applied, with its revision.
+  await mustApply(p.id);
+  await page.locator('#apply-note').waitFor({ timeout: 5000 });
+  await page.locator('#live-plan-note', { hasText: 'plan.applied' }).waitFor();
+  await check(page, 'plan-live');
+  noProblems(page);
+  await page.context().close();
+});
+
+test('the Webhooks page lists the endpoints, their deliveries with status and last error, and retries a failed one', async () => {
+  const created = await api('POST', '/webhook-endpoints', { url: 'http://127.0.0.1:1/hooks', events: ['plan.created'], description: 'A receiver that is down' });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const endpoint = created.body;
+  await mustPlan({ roles: { hooked: { display_name: 'Hooked role' } } });
+  // The dispatcher tries it twice (KEENAUTHD_WEBHOOK_RETRY_SCHEDULE=100ms), then it is failed.
+  let failed = null;
+  for (let i = 0; i < 150 && !failed; i++) {
+    const r = await api('GET', `/webhook-endpoints/${endpoint.id}/deliveries`);
+    failed = (r.body.data || []).find((d) => d.status === 'failed');
+    if (!failed) await new Promise((res) => setTimeout(res, 200));
+  }
+  assert.ok(failed, 'no delivery failed within 30 s');
+
+  const page = await newPage();
+  await signIn(page, KEY_ALL, '/console/plans');
+  await page.locator('nav a', { hasText: 'Webhooks' }).click();
+  await title(page, /^Webhooks$/);
+  assert.ok(!(await page.content()).includes(endpoint.secret), 'the secret is shown');
+  await check(page, 'webhooks');
+  await page.locator(`main a[href="/console/webhooks/${endpoint.id}"]`).click();
+  await title(page, new RegExp(endpoint.id));
+  await page.locator(`#status-${failed.id}`, { hasText: 'failed' }).waitFor();
+  assert.ok((await page.locator('main table').innerText()).includes(failed.last_error), 'the last error is not shown');
+  await check(page, 'webhook');
+  await page.locator(`#retry-${failed.id}`).focus();
+  await page.keyboard.press('Enter');
+  await page.locator('#retry-note').waitFor();
+  await page.locator(`#status-${failed.id}`, { hasText: 'pending' }).waitFor();
+  noProblems(page);
+  await page.context().close();
+
+  // A key that may read, not write, sees the deliveries and no Retry.
+  const reader = await newPage();
+  await signIn(reader, KEY_READ, `/console/webhooks/${endpoint.id}`);
+  await title(reader, new RegExp(endpoint.id));
+  await reader.locator(`#status-${failed.id}`).waitFor();
+  assert.equal(await reader.locator('main button', { hasText: 'Retry' }).count(), 0);
+  noProblems(reader);
+  await reader.context().close();
+});

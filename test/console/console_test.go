@@ -64,6 +64,11 @@ func TestConsoleInChromium(t *testing.T) {
 		"KEENAUTHD_IDEMPOTENCY_SECRET=console-idempotency-secret",
 		"KEENAUTHD_INTERNAL_TOKEN=console-internal-token",
 		"KEENAUTHD_LOG_LEVEL=info",
+		// The Webhooks page's test: an endpoint on a closed local port,
+		// whose deliveries fail after one quick retry.
+		"KEENAUTHD_WEBHOOK_ALLOW_HTTP=true",
+		"KEENAUTHD_WEBHOOK_ALLOW_PRIVATE=true",
+		"KEENAUTHD_WEBHOOK_RETRY_SCHEDULE=100ms",
 	}
 	procs.Command(t, binary, env, "migrate")
 	var environment struct{ ID string }

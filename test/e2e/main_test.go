@@ -33,6 +33,9 @@ type cluster struct {
 	EnvID  string
 	Secret string
 	Nodes  []*node
+
+	// RedisServer is the redis-server of Redis (a test may kill it).
+	RedisServer *procs.RedisServer
 }
 
 // node is one keenauthd serve process.
@@ -44,7 +47,7 @@ type node = procs.Node
 func newCluster(t *testing.T, n int, extra ...string) *cluster {
 	t.Helper()
 	rs := procs.StartRedis(t)
-	c := &cluster{t: t, DB: testdb.New(t), Redis: rs.Client(t)}
+	c := &cluster{t: t, DB: testdb.New(t), Redis: rs.Client(t), RedisServer: rs}
 	c.env = append([]string{
 		"KEENAUTHD_DATABASE_URL=" + c.DB.URL,
 		"KEENAUTHD_REDIS_URL=" + rs.URL(),
