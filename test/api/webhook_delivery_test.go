@@ -337,3 +337,25 @@ func TestWebhookToANameOfAPrivateAddressFails(t *testing.T) {
 		t.Errorf("the receiver got %d requests", n)
 	}
 }
+
+// TestDeliveriesFollowThePlanRetention (§16, §19): the sweep deletes the
+// deliveries of the plans it deletes, and keeps those of recent plans.
+func TestDeliveriesFollowThePlanRetention(t *testing.T) {
+	t.Parallel()
+	e := webhookEnv(t, apitest.Options{})
+	id := createEndpoint(t, e, "https://hooks.shop.example/all", "*")["id"].(string)
+	old := createPlanAs(t, e, e.Secret, apiDoc("orders", 60))
+	e.Apply(old, nil)
+	e.Clock.Advance(91 * 24 * time.Hour)
+	recent := createPlanAs(t, e, e.Secret, apiDoc("users", 60))
+	if _, err := e.Domain.Retention.Sweep(context.Background(), plans.SweepConfig{PlanRetention: 90 * 24 * time.Hour, Batch: 10}); err != nil {
+		t.Fatal(err)
+	}
+	var plansLeft []string
+	for _, d := range deliveries(t, e, id) {
+		plansLeft = append(plansLeft, d["plan_id"].(string))
+	}
+	if len(plansLeft) != 1 || plansLeft[0] != recent {
+		t.Errorf("deliveries of %v remain, want only those of %s (not %s)", plansLeft, recent, old)
+	}
+}
