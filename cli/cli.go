@@ -201,6 +201,7 @@ Environment:
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(a.configCommand(), a.plansCommand(), a.revisionsCommand(), a.logsCommand(),
 		a.connectionsCommand(), a.whoamiCommand(), a.versionCommand())
+	root.AddCommand(a.webhooksCommand())
 	return root
 }
 
