@@ -203,6 +203,7 @@ Environment:
 		a.connectionsCommand(), a.whoamiCommand(), a.versionCommand())
 	root.AddCommand(a.policiesCommand())
 	root.AddCommand(a.eventsCommand())
+	root.AddCommand(a.webhooksCommand())
 	return root
 }
 

@@ -267,6 +267,7 @@ func (d *Dispatcher) post(ctx context.Context, j delivery, now time.Time) config
 		}
 		return configdb.Attempt{Status: st, StatusCode: code, Error: &msg}
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, DeliveryTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.endpoint.URL, bytes.NewReader(j.body))
@@ -284,6 +285,9 @@ func (d *Dispatcher) post(ctx context.Context, j delivery, now time.Time) config
 		var refused *refusedAddress
 		if errors.As(err, &refused) {
 			return fail(nil, refused.Error())
+		}
+		if parent.Err() != nil {
+			return fail(nil, "keenauthd stopped during the attempt")
 		}
 		if ctx.Err() != nil {
 			return fail(nil, "no answer within 10 s")

@@ -337,3 +337,62 @@ func TestWebhookToANameOfAPrivateAddressFails(t *testing.T) {
 		t.Errorf("the receiver got %d requests", n)
 	}
 }
+
+// TestDeliveriesFollowThePlanRetention (§16, §19): the sweep deletes the
+// deliveries of the plans it deletes, and keeps those of recent plans.
+func TestDeliveriesFollowThePlanRetention(t *testing.T) {
+	t.Parallel()
+	e := webhookEnv(t, apitest.Options{})
+	id := createEndpoint(t, e, "https://hooks.shop.example/all", "*")["id"].(string)
+	old := createPlanAs(t, e, e.Secret, apiDoc("orders", 60))
+	e.Apply(old, nil)
+	e.Clock.Advance(91 * 24 * time.Hour)
+	recent := createPlanAs(t, e, e.Secret, apiDoc("users", 60))
+	if _, err := e.Domain.Retention.Sweep(context.Background(), plans.SweepConfig{PlanRetention: 90 * 24 * time.Hour, Batch: 10}); err != nil {
+		t.Fatal(err)
+	}
+	var plansLeft []string
+	for _, d := range deliveries(t, e, id) {
+		plansLeft = append(plansLeft, d["plan_id"].(string))
+	}
+	if len(plansLeft) != 1 || plansLeft[0] != recent {
+		t.Errorf("deliveries of %v remain, want only those of %s (not %s)", plansLeft, recent, old)
+	}
+}
+
+// TestTwoDispatchersNeverClaimADeliveryTwice (§19): the dispatchers of two
+// replicas over one database deliver every announcement once — no
+// webhook-id posted twice, none missing — while the receiver is slow
+// enough that their claims overlap.
+func TestTwoDispatchersNeverClaimADeliveryTwice(t *testing.T) {
+	t.Parallel()
+	e := webhookEnv(t, apitest.Options{})
+	opt := apitest.Options{Replica: e, Plans: plans.DefaultConfig()}
+	opt.Plans.Webhooks.AllowHTTP, opt.Plans.Webhooks.AllowPrivate = true, true
+	replica := apitest.Setup(t, opt)
+	rc := newReceiver(t)
+	rc.setAnswer(func(int, received) int { time.Sleep(30 * time.Millisecond); return 200 })
+	for range 3 {
+		createEndpoint(t, e, rc.srv.URL+"/hook", "*")
+	}
+	const n = 12
+	for i := range n {
+		createPlanAs(t, e, e.Secret, apiDoc("api"+strconv.Itoa(i), 60))
+	}
+	dispatch(t, e)
+	dispatch(t, replica)
+	waitFor(t, 20*time.Second, "every delivery", func() bool { return len(rc.requests()) >= 3*n })
+	time.Sleep(300 * time.Millisecond) // a double post would arrive by now
+	seen := map[string]int{}
+	for _, r := range rc.requests() {
+		seen[r.Header.Get("webhook-id")]++
+	}
+	if len(seen) != 3*n {
+		t.Errorf("%d distinct webhook-ids, want %d", len(seen), 3*n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("%s posted %d times", id, k)
+		}
+	}
+}
