@@ -8,7 +8,7 @@ import (
 // its events shows: never its changes (specs and diffs), which can be
 // 10 MiB.
 var planHeadColumns = []string{"environment_id", "id", "status", "summary", "created_at", "expires_at",
-	"revision_id", "created_by", "created_by_owner"}
+	"revision_id", "created_by", "created_by_owner", "warnings"}
 
 // PlanHeads reads the heads of the plans ids of an environment (every
 // column but the changes and the versions), by id; a plan that no longer

@@ -112,8 +112,10 @@ func (m Message) MarshalJSON() ([]byte, error) {
 //   - revision_id: the revision an apply_succeeded recorded, null for
 //     every other event (a plan has a revision only once applied);
 //   - approvals_required: what an apply would need when the message is
-//     built, under the policies then in force (the policies of the past are
-//     not kept), 0 for a plan whose every change is a no_op.
+//     built, as the plan's own approvals_required: the largest of the
+//     policy's required_approvals then in force (the policies of the past
+//     are not kept) and the approvals its rule_approval warnings asked
+//     (§18), 0 for a plan whose every change is a no_op.
 func BuildMessages(ctx context.Context, r configdb.Reader, envID string, evs []configdb.PlanEventRow) ([]Message, error) {
 	var planIDs, keyIDs []string
 	for _, ev := range evs {
@@ -170,9 +172,15 @@ func BuildMessages(ctx context.Context, r configdb.Reader, envID string, evs []c
 		if err := json.Unmarshal(head.Summary, &summary); err != nil {
 			return nil, fmt.Errorf("plan %s: decode summary: %w", head.ID, err)
 		}
+		var warnings []Warning
+		if len(head.Warnings) > 0 {
+			if err := json.Unmarshal(head.Warnings, &warnings); err != nil {
+				return nil, fmt.Errorf("plan %s: decode warnings: %w", head.ID, err)
+			}
+		}
 		required := 0
 		if summary.Create+summary.Update+summary.Delete > 0 {
-			required = pol.RequiredApprovals
+			required = max(pol.RequiredApprovals, ruleApprovals(warnings))
 		}
 		var before []Approval
 		for _, a := range approvalsOf(approvals[ev.PlanID]) {

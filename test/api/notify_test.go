@@ -122,3 +122,29 @@ func TestBuildMessagesShowsThePlanAsItWasAtTheEvent(t *testing.T) {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }
+
+// TestBuildMessagesCountTheApprovalsARuleAsked (§18, §19): a message's
+// approvals_required is the plan's own — the largest of the policy's
+// required_approvals and the approvals its rule_approval warnings asked.
+func TestBuildMessagesCountTheApprovalsARuleAsked(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	setPolicies(t, e, `{"required_approvals": 1, "rules": [{"name": "api-change", "when": "change.kind == 'api'",
+		"enforcement": "approval", "approvals": 3, "message": "An api change needs three approvals."}]}`)
+	_, ana := ownedKey(t, e, "ana@shop.example", config.PermConfigRead, config.PermConfigWrite, "apis:read", "apis:write")
+	planID := createPlanAs(t, e, ana, apiDoc("orders", 60))
+	r := e.Do(apitest.Request{Method: "GET", Path: "/v1/config-plans/" + planID, Secret: ana})
+	var plan struct {
+		ApprovalsRequired int `json:"approvals_required"`
+	}
+	if err := json.Unmarshal(r.Body, &plan); err != nil || plan.ApprovalsRequired != 3 {
+		t.Fatalf("the plan: %d %s", r.Status, r.Body)
+	}
+	msgs, err := plans.BuildMessages(context.Background(), configdb.New(e.GormDB(), nil, configdb.Options{}).Reader, e.EnvID, envEvents(t, e))
+	if err != nil {
+		t.Fatalf("BuildMessages: %v", err)
+	}
+	if len(msgs) != 1 || msgs[0].Type != "plan.created" || msgs[0].Data.Plan.ApprovalsRequired != 3 {
+		t.Fatalf("messages: %+v", msgs)
+	}
+}
