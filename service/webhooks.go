@@ -67,12 +67,13 @@ func (s *Server) createEndpoint(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	e, err := s.d.Webhooks.CreateEndpoint(c.Request.Context(), actor(c), in)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.write(c, jsonResponse(http.StatusCreated, e))
+	s.idempotent(c, body, func(ctx context.Context, _ string) response {
+		e, err := s.d.Webhooks.CreateEndpoint(ctx, actor(c), in)
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		return jsonResponse(http.StatusCreated, e)
+	})
 }
 
 func (s *Server) listEndpoints(c *gin.Context) {
@@ -111,12 +112,17 @@ func (s *Server) deleteEndpoint(c *gin.Context) {
 
 // endpointAction answers POST /v1/webhook-endpoints/{id}:rotate-secret.
 func (s *Server) endpointAction(c *gin.Context) {
-	id, _, ok := s.verbWithoutInput(c, "id", "rotate-secret")
+	id, body, ok := s.verbWithoutInput(c, "id", "rotate-secret")
 	if !ok {
 		return
 	}
-	e, err := s.d.Webhooks.RotateSecret(c.Request.Context(), actor(c), id)
-	s.answer(c, e, err)
+	s.idempotent(c, body, func(ctx context.Context, _ string) response {
+		e, err := s.d.Webhooks.RotateSecret(ctx, actor(c), id)
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		return jsonResponse(http.StatusOK, e)
+	})
 }
 
 // endpointDeliveries answers GET /v1/webhook-endpoints/{id}/deliveries.
@@ -129,14 +135,15 @@ func (s *Server) endpointDeliveries(c *gin.Context) {
 // deliveryAction answers POST /v1/webhook-endpoints/{id}/deliveries/{msg_id}:retry:
 // 202 with the delivery, pending again.
 func (s *Server) deliveryAction(c *gin.Context) {
-	msgID, _, ok := s.verbWithoutInput(c, "msg_id", "retry")
+	msgID, body, ok := s.verbWithoutInput(c, "msg_id", "retry")
 	if !ok {
 		return
 	}
-	d, err := s.d.Webhooks.RetryDelivery(c.Request.Context(), actor(c), c.Param("id"), msgID)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.write(c, jsonResponse(http.StatusAccepted, d))
+	s.idempotent(c, body, func(ctx context.Context, _ string) response {
+		d, err := s.d.Webhooks.RetryDelivery(ctx, actor(c), c.Param("id"), msgID)
+		if err != nil {
+			return s.errorResponse(c, err)
+		}
+		return jsonResponse(http.StatusAccepted, d)
+	})
 }

@@ -339,3 +339,48 @@ func TestRolledBackApplyAnnouncesNothing(t *testing.T) {
 		t.Fatal("not even plan.created was announced")
 	}
 }
+
+// TestWebhookPostsTakeAnIdempotencyKey (§9 on every POST, §19): a create
+// retried with the same Idempotency-Key replays the first answer (one
+// endpoint, the same secret), a rotation likewise (one rotation), another
+// body under the key is 422 idempotency_key_mismatch, a bad key 400.
+func TestWebhookPostsTakeAnIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	body := map[string]any{"url": "https://hooks.shop.example/once", "events": []string{"*"}}
+	post := func(path string, body any, key string) *apitest.Response {
+		return e.Do(apitest.Request{Method: "POST", Path: path, Body: body, Header: map[string]string{"Idempotency-Key": key}})
+	}
+	first := post("/v1/webhook-endpoints", body, "create-1")
+	again := post("/v1/webhook-endpoints", body, "create-1")
+	if first.Status != http.StatusCreated || again.Status != http.StatusCreated || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("create, then again: %d %s / %d %q %s", first.Status, first.Body, again.Status, again.Header.Get("Idempotent-Replayed"), again.Body)
+	}
+	if string(first.Body) != string(again.Body) {
+		t.Errorf("the replay differs:\n%s\n%s", first.Body, again.Body)
+	}
+	var n int64
+	if err := e.GormDB().Table("webhook_endpoints").Where("environment_id = ?", e.EnvID).Count(&n).Error; err != nil || n != 1 {
+		t.Fatalf("endpoints after a retried create: %d (%v), want 1", n, err)
+	}
+	if r := post("/v1/webhook-endpoints", map[string]any{"url": "https://hooks.shop.example/other"}, "create-1"); r.Status != http.StatusUnprocessableEntity ||
+		r.JSON()["code"] != "idempotency_key_mismatch" {
+		t.Errorf("another body under the key: %d %s", r.Status, r.Body)
+	}
+	if r := post("/v1/webhook-endpoints", body, strings.Repeat("k", 256)); r.Status != http.StatusBadRequest || r.JSON()["code"] != "invalid_idempotency_key" {
+		t.Errorf("a key of 256 characters: %d %s", r.Status, r.Body)
+	}
+
+	id := first.JSON()["id"].(string)
+	rot := post("/v1/webhook-endpoints/"+id+":rotate-secret", nil, "rotate-1")
+	rotAgain := post("/v1/webhook-endpoints/"+id+":rotate-secret", nil, "rotate-1")
+	if rot.Status != http.StatusOK || rotAgain.Status != http.StatusOK || rotAgain.Header.Get("Idempotent-Replayed") != "true" ||
+		rot.JSON()["secret"] != rotAgain.JSON()["secret"] || rot.JSON()["secret"] == first.JSON()["secret"] {
+		t.Fatalf("rotate, then again: %d %s / %d %s", rot.Status, rot.Body, rotAgain.Status, rotAgain.Body)
+	}
+	var entries int64
+	if err := e.GormDB().Table("management_logs").Where("environment_id = ? AND type = ?", e.EnvID, "webhook_endpoint.secret_rotated").
+		Count(&entries).Error; err != nil || entries != 1 {
+		t.Errorf("rotations logged: %d (%v), want 1", entries, err)
+	}
+}
