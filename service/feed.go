@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -130,32 +129,7 @@ func (h *EventHub) Follow(ctx context.Context) {
 	if h.rdb == nil {
 		return
 	}
-	ps := h.rdb.Subscribe(ctx, EventsChannel(h.prefix))
-	defer ps.Close()
-	for ctx.Err() == nil {
-		msg, err := ps.ReceiveTimeout(ctx, followPing)
-		if ctx.Err() != nil {
-			return
-		}
-		var ne interface{ Timeout() bool }
-		switch {
-		case err != nil && errors.As(err, &ne) && ne.Timeout():
-			_ = ps.Ping(ctx)
-			continue
-		case err != nil:
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			h.wakeAll()
-		case *redis.Message:
-			h.wake(m.Payload)
-		}
-	}
+	follow(ctx, h.rdb, EventsChannel(h.prefix), subscriber{subscribed: h.wakeAll, message: func(env string) { h.wake(env) }})
 }
 
 func (h *EventHub) wake(envIDs ...string) {

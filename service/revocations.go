@@ -46,9 +46,40 @@ const followPing = 5 * time.Second
 // time it fails, the whole cache is dropped: revocations published while
 // nobody listened are not lost, their keys are read again.
 func FollowRevocations(ctx context.Context, rdb redis.UniversalClient, prefix string, keys *plans.Keys, log *slog.Logger) {
-	ps := rdb.Subscribe(ctx, RevocationChannel(prefix))
-	defer ps.Close()
 	failing := false
+	follow(ctx, rdb, RevocationChannel(prefix), subscriber{
+		subscribed: func() {
+			keys.ForgetKeys()
+			if failing {
+				log.Info("following the API key revocations of other processes again")
+				failing = false
+			}
+		},
+		message: keys.ForgetKey,
+		failed: func(err error) {
+			keys.ForgetKeys()
+			if !failing {
+				log.Warn("the API key revocations of other processes cannot be followed; cached keys are read again after KEENAUTHD_AUTH_CACHE_TTL",
+					"error", err)
+				failing = true
+			}
+		},
+	})
+}
+
+// subscriber is what follow does with a subscription's news.
+type subscriber struct {
+	subscribed func()               // the subscription is made (at start and after every reconnection)
+	message    func(payload string) // a message came
+	failed     func(err error)      // receiving failed; follow waits 200 ms and tries again (nil: nothing to do)
+}
+
+// follow listens to channel until ctx ends: a silent subscription is
+// pinged every followPing, so that a connection that died without a word
+// is found and replaced (go-redis resubscribes on the new one).
+func follow(ctx context.Context, rdb redis.UniversalClient, channel string, sub subscriber) {
+	ps := rdb.Subscribe(ctx, channel)
+	defer ps.Close()
 	for ctx.Err() == nil {
 		msg, err := ps.ReceiveTimeout(ctx, followPing)
 		if ctx.Err() != nil {
@@ -60,11 +91,8 @@ func FollowRevocations(ctx context.Context, rdb redis.UniversalClient, prefix st
 			_ = ps.Ping(ctx) // a dead connection fails here, and is replaced
 			continue
 		case err != nil:
-			keys.ForgetKeys()
-			if !failing {
-				log.Warn("the API key revocations of other processes cannot be followed; cached keys are read again after KEENAUTHD_AUTH_CACHE_TTL",
-					"error", err)
-				failing = true
+			if sub.failed != nil {
+				sub.failed(err)
 			}
 			select {
 			case <-ctx.Done():
@@ -75,14 +103,10 @@ func FollowRevocations(ctx context.Context, rdb redis.UniversalClient, prefix st
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
-				keys.ForgetKeys()
-				if failing {
-					log.Info("following the API key revocations of other processes again")
-					failing = false
-				}
+				sub.subscribed()
 			}
 		case *redis.Message:
-			keys.ForgetKey(m.Payload)
+			sub.message(m.Payload)
 		}
 	}
 }
