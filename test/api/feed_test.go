@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -252,23 +253,23 @@ func TestConfigEventStreamEleventhIs429(t *testing.T) {
 }
 
 // TestConfigEventStreamOfAReplicaHearsTheOtherReplicasEvents (§19): an
-// event committed on one replica reaches a stream of another within 1 s.
+// event committed on one replica reaches a stream of another, woken through
+// Redis (the 1 s of §19 is benchmark row P13).
 func TestConfigEventStreamOfAReplicaHearsTheOtherReplicasEvents(t *testing.T) {
 	t.Parallel()
 	a := apitest.Setup(t, apitest.Options{})
-	b := apitest.Setup(t, apitest.Options{Replica: a})
+	// The other replica's streams read the feed only when woken (their
+	// poll is an hour): each event arrives by Redis's wake-up or not at
+	// all. How soon it arrives is measured by the benchmark (P13), not here.
+	b := apitest.Setup(t, apitest.Options{Replica: a, Streams: service.StreamSettings{Poll: time.Hour}})
 	srv := httptest.NewServer(b.Handler)
 	t.Cleanup(srv.Close)
 	s := apitest.OpenStream(t, srv.URL, b.Secret, "")
 	for range 3 {
-		committed := time.Now()
 		id := a.Plan(apiDoc("orders", 60), false)["id"].(string)
-		ev := s.NextEvent(t, 5*time.Second)
-		if took := time.Since(committed); took > time.Second {
-			t.Errorf("the event of %s reached the other replica's stream after %s", id, took)
-		}
-		if ev.Event != "plan.created" {
-			t.Fatalf("%+v", ev)
+		ev := s.NextEvent(t, 30*time.Second)
+		if ev.Event != "plan.created" || !strings.Contains(ev.Data, id) {
+			t.Fatalf("%+v, want the plan.created of %s", ev, id)
 		}
 	}
 }

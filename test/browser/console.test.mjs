@@ -630,9 +630,13 @@ test('Reject needs a comment and shows the rejection; a review refused by the AP
   await bob.context().close();
 
   // Carol's page is open when Bob rejects another plan: her Approve is
-  // refused with 409, and the page then shows the plan rejected.
+  // refused with 409, and the page then shows the plan rejected. Her page
+  // does not follow the live stream here (it would show the rejection by
+  // itself, and Approve would be gone before she clicks): this is a page
+  // that has not heard, as one whose stream is cut.
   const other = await reviewPlan({ 'raced': { display_name: 'Raced' } });
   const carol = await newPage();
+  await carol.route('**/v1/config-events/stream', (route) => route.abort());
   await signIn(carol, KEY_CAROL, '/console/plans/' + other.id);
   await title(carol, 'Plan ' + other.id);
   const rej = await api('POST', `/config-plans/${other.id}:reject`, { comment: 'Superseded' }, KEY_BOB);
