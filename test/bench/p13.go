@@ -15,7 +15,9 @@ import (
 // p13 — an event from its commit to a live stream client of another
 // replica (§19: within 1 s), under P2's load. A second `keenauthd serve`
 // (replica B) runs over the same database and Redis; each of P2's 16
-// environments has a stream open on B; P2's loop (16 clients, plan then
+// environments has a stream open on B, and one on A whose figures the
+// details give beside (what the load costs a stream of the replica that
+// commits, without the way through Redis); P2's loop (16 clients, plan then
 // apply) runs against the main server (replica A) for P2's time. Each
 // plan.created and plan.applied is timed from the moment its request
 // (the plan's creation, the apply) returned to the bench's client to the
@@ -44,47 +46,51 @@ func (b *bench) p13(ctx context.Context) error {
 
 	var mu sync.Mutex
 	replied := map[string]time.Time{} // plan id + "|" + event type → when its request returned
-	read := map[string]time.Time{}    // the same → when B's stream client read it
+	// read is, for the streams on B (0) and those on A (1), when each
+	// event was read.
+	read := [2]map[string]time.Time{{}, {}}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	var streams sync.WaitGroup
-	streamErrs := make(chan error, len(envs))
-	for _, ek := range envs {
-		lines, err := openStream(sctx, hc, other.base, ek.Secret)
-		if err != nil {
-			return fmt.Errorf("stream on replica B: %w", err)
-		}
-		streams.Go(func() {
-			defer lines.close()
-			event := ""
-			for {
-				line, err := lines.r.ReadString('\n')
-				if err != nil {
-					if sctx.Err() == nil {
-						streamErrs <- fmt.Errorf("the stream of %s on replica B ended: %w", ek.EnvID, err)
-					}
-					return
-				}
-				at := time.Now()
-				line = strings.TrimRight(line, "\n")
-				switch {
-				case strings.HasPrefix(line, "event: "):
-					event = strings.TrimPrefix(line, "event: ")
-				case strings.HasPrefix(line, "data: "):
-					var data struct {
-						PlanID string `json:"plan_id"`
-					}
-					if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &data); err != nil {
-						streamErrs <- fmt.Errorf("a data line of replica B's stream: %q: %w", line, err)
+	streamErrs := make(chan error, 2*len(envs))
+	for i, replica := range []*server{other, b.srv} {
+		for _, ek := range envs {
+			lines, err := openStream(sctx, hc, replica.base, ek.Secret)
+			if err != nil {
+				return fmt.Errorf("stream on replica %c: %w", "BA"[i], err)
+			}
+			streams.Go(func() {
+				defer lines.close()
+				event := ""
+				for {
+					line, err := lines.r.ReadString('\n')
+					if err != nil {
+						if sctx.Err() == nil {
+							streamErrs <- fmt.Errorf("the stream of %s on replica %c ended: %w", ek.EnvID, "BA"[i], err)
+						}
 						return
 					}
-					mu.Lock()
-					read[data.PlanID+"|"+event] = at
-					mu.Unlock()
+					at := time.Now()
+					line = strings.TrimRight(line, "\n")
+					switch {
+					case strings.HasPrefix(line, "event: "):
+						event = strings.TrimPrefix(line, "event: ")
+					case strings.HasPrefix(line, "data: "):
+						var data struct {
+							PlanID string `json:"plan_id"`
+						}
+						if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &data); err != nil {
+							streamErrs <- fmt.Errorf("a data line of replica %c's stream: %q: %w", "BA"[i], line, err)
+							return
+						}
+						mu.Lock()
+						read[i][data.PlanID+"|"+event] = at
+						mu.Unlock()
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 
 	res, err := b.p2Loop(ctx, b.api, envs, b.o.p2Duration, 3, func(planID string, planned, applied time.Time) {
@@ -101,7 +107,7 @@ func (b *bench) p13(ctx context.Context) error {
 		mu.Lock()
 		missing := 0
 		for k := range replied {
-			if _, ok := read[k]; !ok {
+			if _, ok := read[0][k]; !ok {
 				missing++
 			}
 		}
@@ -124,24 +130,44 @@ func (b *bench) p13(ctx context.Context) error {
 
 	mu.Lock()
 	defer mu.Unlock()
-	var all, created, applied []time.Duration
-	missing, early := 0, 0
-	for k, at := range replied {
-		got, ok := read[k]
-		if !ok {
-			missing++
-			continue
+	// latencies are the events' times from their reply to their reading
+	// by the streams on one replica.
+	latencies := func(read map[string]time.Time) (all, created, applied []time.Duration, missing, early int) {
+		for k, at := range replied {
+			got, ok := read[k]
+			if !ok {
+				missing++
+				continue
+			}
+			d := got.Sub(at)
+			if d < 0 {
+				early++
+				d = 0
+			}
+			all = append(all, d)
+			if strings.HasSuffix(k, "|plan.created") {
+				created = append(created, d)
+			} else {
+				applied = append(applied, d)
+			}
 		}
-		d := got.Sub(at)
-		if d < 0 {
-			early++
-			d = 0
-		}
-		all = append(all, d)
-		if strings.HasSuffix(k, "|plan.created") {
-			created = append(created, d)
-		} else {
-			applied = append(applied, d)
+		return all, created, applied, missing, early
+	}
+	all, created, applied, missing, early := latencies(read[0])
+	same, _, _, sameMissing, _ := latencies(read[1])
+	buckets := map[string]int{}
+	for _, d := range all {
+		switch {
+		case d <= 50*time.Millisecond:
+			buckets["≤50"]++
+		case d <= 250*time.Millisecond:
+			buckets["≤250"]++
+		case d <= 500*time.Millisecond:
+			buckets["≤500"]++
+		case d <= time.Second:
+			buckets["≤1000"]++
+		default:
+			buckets[">1000"]++
 		}
 	}
 	if len(all) == 0 {
@@ -156,7 +182,9 @@ func (b *bench) p13(ctx context.Context) error {
 		Ratio: p99.Seconds() / target.Seconds(), Target: "p99 ≤ 1,000 ms, none missing", Checked: true, Pass: p99 <= target && missing == 0,
 		Details: map[string]any{"count": len(all), "missing": missing, "before_reply": early, "p50_ms": ms(p50), "p99_ms": ms(p99),
 			"max_ms": ms(percentile(all, 100)), "created_p99_ms": ms(percentile(created, 99)), "applied_p99_ms": ms(percentile(applied, 99)),
-			"pairs": res.n, "pairs_per_second": res.rate, "streams": len(envs), "measured_from": "the reply of the plan's creation / of the apply"}})
+			"buckets_ms":          buckets,
+			"same_replica_p50_ms": ms(percentile(same, 50)), "same_replica_p99_ms": ms(percentile(same, 99)), "same_replica_missing": sameMissing,
+			"pairs": res.n, "pairs_per_second": res.rate, "streams_per_replica": len(envs), "measured_from": "the reply of the plan's creation / of the apply"}})
 	return nil
 }
 
