@@ -155,6 +155,14 @@ func (b *bench) p13(ctx context.Context) error {
 	}
 	all, created, applied, missing, early := latencies(read[0])
 	same, _, _, sameMissing, _ := latencies(read[1])
+	// What the way to the other replica adds: for each event read on both,
+	// how long after A's stream B's read it.
+	var behind []time.Duration
+	for k, atA := range read[1] {
+		if atB, ok := read[0][k]; ok {
+			behind = append(behind, atB.Sub(atA))
+		}
+	}
 	buckets := map[string]int{}
 	for _, d := range all {
 		switch {
@@ -184,6 +192,7 @@ func (b *bench) p13(ctx context.Context) error {
 			"max_ms": ms(percentile(all, 100)), "created_p99_ms": ms(percentile(created, 99)), "applied_p99_ms": ms(percentile(applied, 99)),
 			"buckets_ms":          buckets,
 			"same_replica_p50_ms": ms(percentile(same, 50)), "same_replica_p99_ms": ms(percentile(same, 99)), "same_replica_missing": sameMissing,
+			"b_after_a_p50_ms": ms(percentile(behind, 50)), "b_after_a_p99_ms": ms(percentile(behind, 99)), "b_after_a_max_ms": ms(percentile(behind, 100)),
 			"pairs": res.n, "pairs_per_second": res.rate, "streams_per_replica": len(envs), "measured_from": "the reply of the plan's creation / of the apply"}})
 	return nil
 }
