@@ -49,6 +49,9 @@ type config struct {
 	// StreamHeartbeat is the interval of the live event stream's comment
 	// line (§19).
 	StreamHeartbeat time.Duration
+	// StreamLease is how long a live stream's slot of its environment's
+	// limit outlives a process that died holding it (§19).
+	StreamLease time.Duration
 	// Webhooks are KEENAUTHD_WEBHOOK_* (§19).
 	Webhooks plans.WebhookConfig
 }
@@ -109,6 +112,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.PlanRetention = dur("KEENAUTHD_PLAN_RETENTION", 90*24*time.Hour)
 	c.AuthCacheTTL = dur("KEENAUTHD_AUTH_CACHE_TTL", 5*time.Second)
 	c.StreamHeartbeat = dur("KEENAUTHD_STREAM_HEARTBEAT", 15*time.Second)
+	c.StreamLease = dur("KEENAUTHD_STREAM_LEASE", 30*time.Second)
 	errs = append(errs, loadWebhooks(getenv, &c.Webhooks)...)
 	var poolErrs []string
 	c.Pool, poolErrs = loadPool(getenv)

@@ -347,7 +347,7 @@ func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hook
 		Hooks:             m.Service(),
 		HTTP:              httpLimits(cfg),
 		Bodies:            bodyBudget(cfg),
-		Streams:           service.StreamSettings{Heartbeat: cfg.StreamHeartbeat},
+		Streams:           service.StreamSettings{Heartbeat: cfg.StreamHeartbeat, Lease: cfg.StreamLease},
 	}
 }
 

@@ -75,7 +75,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.out, "out", "bench.json", "where to write the figures as JSON")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: fewer repetitions, shorter loops, smaller environments (figures not comparable)")
-	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6,P7,P8,P11,P12,P14; P1 also gives P4, P8 also P9 and P10)")
+	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6,P7,P8,P11,P12,P13,P14; P1 also gives P4, P8 also P9 and P10)")
 	fs.StringVar(&o.profileDir, "profile", "", "directory: take a CPU profile of the server for each scenario that misses its target")
 	fs.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each CPU profile")
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark's database (for inspection)")
@@ -263,7 +263,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	scenarios := []struct {
 		id  string
 		run func(context.Context) error
-	}{{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P5", b.p5}, {"P6", b.p6}, {"P7", b.p7}, {"P8", b.review}, {"P11", b.p11}, {"P12", b.p12}, {"P14", b.p14}}
+	}{{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P5", b.p5}, {"P6", b.p6}, {"P7", b.p7}, {"P8", b.review}, {"P11", b.p11}, {"P12", b.p12}, {"P13", b.p13}, {"P14", b.p14}}
 	for _, sc := range scenarios {
 		if len(o.only) > 0 && !o.only[sc.id] && !(sc.id == "P1" && o.only["P4"]) && !(sc.id == "P8" && (o.only["P9"] || o.only["P10"])) {
 			continue

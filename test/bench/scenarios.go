@@ -172,6 +172,13 @@ type loopResult struct {
 // p2Server runs the server's loop on envs for d; variant numbers the
 // specs so that a second loop (a profile) still changes them.
 func (b *bench) p2Server(ctx context.Context, envs []envKey, d time.Duration, variant int) (loopResult, error) {
+	return b.p2Loop(ctx, b.api, envs, d, variant, nil)
+}
+
+// p2Loop is P2's loop through client; observe, when not nil, is told each
+// pair's plan and when its plan and its apply requests returned (P13).
+func (b *bench) p2Loop(ctx context.Context, client *api, envs []envKey, d time.Duration, variant int,
+	observe func(planID string, planned, applied time.Time)) (loopResult, error) {
 	var mu sync.Mutex
 	var res loopResult
 	var errs []error
@@ -181,13 +188,17 @@ func (b *bench) p2Server(ctx context.Context, envs []envKey, d time.Duration, va
 	for _, ek := range envs {
 		wg.Go(func() {
 			for v := variant * 1_000_000; time.Now().Before(deadline) && ctx.Err() == nil; v++ {
-				p, pr, err := b.api.plan(ctx, ek, apisDocument(map[string]map[string]any{"bench": smallSpec("bench", v)}))
+				p, pr, err := client.plan(ctx, ek, apisDocument(map[string]map[string]any{"bench": smallSpec("bench", v)}))
+				plannedAt := time.Now()
 				if err == nil && p.Summary.Update != 1 {
 					err = fmt.Errorf("plan has summary %+v, want 1 update", p.Summary)
 				}
 				var ar reply
 				if err == nil {
-					ar, err = b.api.apply(ctx, ek, p.ID, "")
+					ar, err = client.apply(ctx, ek, p.ID, "")
+				}
+				if err == nil && observe != nil {
+					observe(p.ID, plannedAt, time.Now())
 				}
 				mu.Lock()
 				if err != nil {
