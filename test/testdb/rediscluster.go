@@ -39,19 +39,9 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 	c := &RedisCluster{t: t, dir: t.TempDir(), cli: cli, nodes: map[string]*Process{}}
 	var addrs []string
 	for range 6 {
-		port := FreePort(t, 10000)
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		p := StartProcess(t, c.dir, server,
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+strconv.Itoa(port)+".conf",
-			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0",
-			"--save", "", "--appendonly", "no", "--dbfilename", "dump-"+strconv.Itoa(port)+".rdb",
-			"--protected-mode", "no", "--maxmemory-policy", "noeviction")
+		addr, p := c.startNode(server)
 		c.nodes[addr] = p
 		addrs = append(addrs, addr)
-	}
-	for _, a := range addrs {
-		WaitFor(t, 10*time.Second, "redis-server at "+a+" answers", func() error { return ping(a) })
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
 	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
@@ -62,10 +52,30 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 	return c
 }
 
-func ping(addr string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1, DisableIdentity: true})
-	defer rdb.Close()
-	return rdb.Ping(context.Background()).Err()
+// startNode starts one cluster node on a free port (with its bus port,
+// +10000, free too) and returns it once it answers as itself. A port found
+// free may be taken by another process before redis-server binds it (the
+// node then exits, or another server answers): it starts again on another
+// port, as StartRedisServer does.
+func (c *RedisCluster) startNode(server string) (string, *Process) {
+	c.t.Helper()
+	var last error
+	for range 5 {
+		port := strconv.Itoa(FreePort(c.t, 10000))
+		addr := "127.0.0.1:" + port
+		p := StartProcess(c.t, c.dir, server,
+			"--port", port, "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+port+".conf",
+			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0",
+			"--save", "", "--appendonly", "no", "--dbfilename", "dump-"+port+".rdb",
+			"--protected-mode", "no", "--maxmemory-policy", "noeviction")
+		if last = waitOwnRedis(addr, p); last == nil {
+			return addr, p
+		}
+		p.Stop()
+	}
+	c.t.Fatalf("testdb: a redis-server of the cluster did not start: %v", last)
+	return "", nil
 }
 
 // Addrs are the addresses of the nodes that run, in no particular order.
