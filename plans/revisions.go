@@ -80,18 +80,21 @@ const wholeKindAt = 200
 // in the order of the revision. It needs the permissions of GetRevision and
 // writes nothing.
 func (s *Revisions) DiffRevision(ctx context.Context, a Actor, id string) (*RevisionDiff, error) {
-	rev, err := s.GetRevision(ctx, a, id)
+	rev, whole, wholeRows, err := s.readForDiff(ctx, a, id)
 	if err != nil {
 		return nil, err
 	}
 	// A kind of which the revision holds many resources is read whole, in
 	// one query, like an export; the others by key. Only the version and
-	// the spec of each are read.
+	// the spec of each are read. The kind readForDiff read whole already
+	// is not read again.
 	var kinds []string
 	var keys [][2]string
 	perKind := map[string]int{}
 	for _, r := range rev.Resources {
-		perKind[r.Kind]++
+		if r.Kind != whole {
+			perKind[r.Kind]++
+		}
 	}
 	for k, n := range perKind {
 		if n >= wholeKindAt {
@@ -99,12 +102,13 @@ func (s *Revisions) DiffRevision(ctx context.Context, a Actor, id string) (*Revi
 		}
 	}
 	for _, r := range rev.Resources {
-		if perKind[r.Kind] < wholeKindAt {
+		if r.Kind != whole && perKind[r.Kind] < wholeKindAt {
 			keys = append(keys, [2]string{r.Kind, r.Key})
 		}
 	}
 	slices.Sort(kinds)
 	now := state{}
+	now.add(wholeRows, false) // made canonical below, like the others
 	if len(keys)+len(kinds) > 0 {
 		rows, err := s.db.LoadSpecs(ctx, a.EnvironmentID, kinds, keys)
 		if err != nil {
