@@ -284,10 +284,14 @@ func (f *run) verify(settled bool) {
 		for _, node := range f.alive() {
 			// A read is not retried inside the service: over a connection
 			// that a cut closed while it was idle in the pool it answers
-			// 503, and the client's retry gets a fresh connection.
+			// 503 with Retry-After, and that connection is dropped. The
+			// pool may hold up to KEENAUTHD_DB_MAX_CONNS such connections
+			// (the webhook dispatcher and the streams' polls keep several
+			// open beside the requests), so the client retries until a
+			// fresh one answers, within 3 s.
 			var a answer
-			for range 3 {
-				if a = f.r.do(node, "GET", "/v1/config-plans/"+f.plan, nil, ""); !retryable(a) {
+			for deadline := time.Now().Add(3 * time.Second); ; {
+				if a = f.r.do(node, "GET", "/v1/config-plans/"+f.plan, nil, ""); !retryable(a) || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)
