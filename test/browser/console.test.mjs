@@ -584,9 +584,10 @@ test('a plan that needs two approvals: Apply held back, two owners approve on th
   noProblems(carol);
   await carol.context().close();
 
-  // Alice's page, reloaded, offers Apply, which applies.
-  await alice.reload();
-  await title(alice, 'Plan ' + plan.id);
+  // Alice's page, open all along, follows the live stream (§19): with the
+  // second approval it shows both and offers Apply, without a reload.
+  await alice.locator('#approvals-count', { hasText: 'Approvals: 2 of 2' }).waitFor();
+  await alice.locator('#apply').waitFor();
   assert.equal(await alice.locator('#apply-held').count(), 0);
   const approvers = await alice.locator('#approvals li .actor-owner').allTextContents();
   assert.deepEqual(approvers, ['bob@shop.example', 'carol@shop.example']);
