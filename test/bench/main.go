@@ -151,6 +151,7 @@ type bench struct {
 	p5N    int
 	p6Big  envKey
 	p7Key  envKey
+	p11Env envKey
 
 	review8, review9, review10 reviewWork
 }

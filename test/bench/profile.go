@@ -112,6 +112,18 @@ func (b *bench) profile(ctx context.Context, id string) error {
 			}
 			return nil
 		}
+	case "P11":
+		// Plan creation under the 50 rules, one after the other: read the
+		// rules' share with -focus 'applyPlanRules'.
+		body := apisDocument(keyedSpecs("r", 1000, 0))
+		work = func(ctx context.Context) error {
+			for ctx.Err() == nil {
+				if _, _, err := b.api.plan(ctx, b.p11Env, body); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 	case "P8", "P9", "P10":
 		work = b.reviewProfile(id)
 	default:

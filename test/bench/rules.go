@@ -24,6 +24,7 @@ func (b *bench) p11(ctx context.Context) error {
 		return err
 	}
 	plain, ruled := envs[0], envs[1]
+	b.p11Env = ruled
 	rules := benchRules(50)
 	body, _ := json.Marshal(map[string]any{"rules": rules})
 	r, err := b.api.do(ctx, http.MethodPut, "/internal/v1/environments/"+ruled.EnvID+"/policies", internalToken, body, nil)
