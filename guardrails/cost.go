@@ -68,9 +68,42 @@ const maxValueSize = 10 << 20
 // the sizes of the values it reads, up to maxValueSize: an expression
 // without iteration over what it reads (change.kind == 'api' &&
 // new.token_lifetime_seconds > 86400). Its evaluation can never reach the
-// run-time limit, so it runs without cost tracking, which costs it about
-// a quarter of its time; any other runs with the limit.
+// run-time limit.
 func cheapAtAnySize(a *cel.Ast) bool {
-	est, err := env.EstimateCost(a, sizeEstimator{max: maxValueSize})
+	return costWithin(a, maxValueSize)
+}
+
+// costWithin tells whether a's estimated cost stays within MaxCost when
+// every list, map and string it reads holds at most size elements or
+// characters.
+func costWithin(a *cel.Ast, size uint64) bool {
+	est, err := env.EstimateCost(a, sizeEstimator{max: size})
 	return err == nil && est.Max <= MaxCost
+}
+
+// untrackedUpTo is the largest input size, in bytes, at which a's
+// estimated cost stays within MaxCost (maxValueSize when it does at any
+// size, 0 when at none): the largest of the powers of two from 32 bytes
+// that does, found by bisection (an estimate grows with the sizes
+// it is given). An input of n bytes holds no list, map or string of more
+// than n elements or characters, since each takes at least one byte of
+// its JSON, so an evaluation of an input up to that size cannot reach
+// the limit and may run without cost tracking (see compiled.program).
+func untrackedUpTo(a *cel.Ast) int {
+	if cheapAtAnySize(a) {
+		return maxValueSize
+	}
+	lo, hi := 5, 24 // 2^24 is over maxValueSize, at which the cost exceeds
+	if !costWithin(a, 1<<lo) {
+		return 0
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if costWithin(a, 1<<mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return 1 << lo
 }

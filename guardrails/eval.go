@@ -61,7 +61,7 @@ func Programs(rules []config.Rule) (*Set, error) {
 		if bad != "" {
 			return nil, fmt.Errorf("guardrails: stored rule %q: %s", r.RuleName(), bad)
 		}
-		s.rules[i] = Rule{Rule: r, prg: c.prg, conds: c.conds}
+		s.rules[i] = Rule{Rule: r, compiled: *c}
 	}
 	programs.Lock()
 	if len(programs.sets) >= cacheSize {
@@ -102,18 +102,38 @@ func (c Catch) Detail() string {
 
 // Evaluator evaluates the rules of a set over the changes of one plan.
 type Evaluator struct {
-	// rules are those of the set whose conditions on the environment hold.
-	rules []*Rule
-	env   ref.Val
+	// rules are those of the set whose conditions on the environment
+	// hold, and byKind the same for a change of each kind that a rule's
+	// conditions name (the rules without a condition on the kind, and
+	// those whose condition names it, in the rules' order).
+	rules  []*Rule
+	byKind map[string][]*Rule
+	env    *record
+	// envSize is the longest of the environment's id and name.
+	envSize int
 }
 
 // Evaluator returns an evaluator for the plan's environment.
 func (s *Set) Evaluator(e Environment) *Evaluator {
 	values := map[string]string{"id": e.ID, "name": e.Name}
-	ev := &Evaluator{env: types.DefaultTypeAdapter.NativeToValue(values)}
+	ev := &Evaluator{env: newRecord(environmentFields, e.ID, e.Name), envSize: max(len(e.ID), len(e.Name))}
 	for i := range s.rules {
 		if holds(s.rules[i].conds, "environment", values) {
 			ev.rules = append(ev.rules, &s.rules[i])
+		}
+	}
+	for _, r := range ev.rules {
+		k, named := r.kind()
+		if !named || ev.byKind[k] != nil {
+			continue
+		}
+		if ev.byKind == nil {
+			ev.byKind = map[string][]*Rule{}
+		}
+		for _, o := range ev.rules {
+			if ok, on := o.kind(); !on || ok == k {
+				ev.byKind[k] = append(ev.byKind[k], o)
+			}
 		}
 	}
 	return ev
@@ -125,15 +145,20 @@ func (ev *Evaluator) Eval(c Change) []Catch {
 	if ev == nil || len(ev.rules) == 0 {
 		return nil
 	}
-	values := map[string]string{"kind": c.Kind, "key": c.Key, "action": c.Action}
+	rules, ok := ev.byKind[c.Kind]
+	if !ok {
+		rules = ev.rules
+	}
+	values := changeValues{kind: c.Kind, key: c.Key, action: c.Action}
 	act := &activation{env: ev.env, old: lazySpec{raw: c.Old}, new: lazySpec{raw: c.New},
-		change: types.DefaultTypeAdapter.NativeToValue(values)}
+		change: newRecord(changeFields, c.Kind, c.Key, c.Action)}
+	size := max(len(c.Old), len(c.New), len(c.Kind), len(c.Key), len(c.Action), ev.envSize)
 	var out []Catch
-	for _, r := range ev.rules {
-		if !holds(r.conds, "change", values) {
+	for _, r := range rules {
+		if !values.hold(r.conds) {
 			continue // false, whatever the rest says
 		}
-		val, _, err := r.prg.Eval(act)
+		val, _, err := r.program(size).Eval(act)
 		switch {
 		case err != nil:
 			out = append(out, Catch{Rule: r, Err: err})
@@ -148,7 +173,7 @@ func (ev *Evaluator) Eval(c Change) []Catch {
 
 // activation binds the variables of one change.
 type activation struct {
-	change, env ref.Val
+	change, env *record
 	old, new    lazySpec
 }
 

@@ -57,10 +57,7 @@ var env = func() *cel.Env {
 // Rule is a compiled rule.
 type Rule struct {
 	config.Rule
-	prg cel.Program
-	// conds are conditions of the expression on change and environment
-	// whose falsity makes it false (see condition).
-	conds []condition
+	compiled
 }
 
 // compile compiles one expression: a problem's detail when it does not
@@ -81,21 +78,39 @@ func compile(when string) (*compiled, string) {
 		return nil, fmt.Sprintf("when's estimated cost is up to %d units, over the limit of %d (lists are counted at %d elements, strings at %d characters); "+
 			"iterate over fewer lists, or not one inside another.", est.Max, MaxCost, estimatedListSize, estimatedStringSize)
 	}
-	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
-	if !cheapAtAnySize(ast) {
-		opts = append(opts, cel.CostLimit(MaxCost))
+	c := &compiled{conds: conditions(ast), fastUpTo: untrackedUpTo(ast)}
+	var err2 error
+	if c.fast, err2 = env.Program(ast, cel.EvalOptions(cel.OptOptimize)); err2 == nil && c.fastUpTo < maxValueSize {
+		c.tracked, err2 = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxCost))
 	}
-	prg, err := env.Program(ast, opts...)
-	if err != nil {
-		return nil, "when cannot be prepared: " + oneLine(err.Error())
+	if err2 != nil {
+		return nil, "when cannot be prepared: " + oneLine(err2.Error())
 	}
-	return &compiled{prg: prg, conds: conditions(ast)}, ""
+	return c, ""
 }
 
-// compiled is an expression ready to evaluate.
+// compiled is an expression ready to evaluate: fast runs without cost
+// tracking, tracked with the run-time limit of MaxCost (nil when the
+// expression is cheap at any size).
 type compiled struct {
-	prg   cel.Program
+	fast, tracked cel.Program
+	// fastUpTo is the largest input (see inputSize) that fast may
+	// evaluate: up to it, the estimated cost stays within MaxCost.
+	fastUpTo int
+	// conds are conditions of the expression on change and environment
+	// whose falsity makes it false (see condition).
 	conds []condition
+}
+
+// program is the program that evaluates an input of n bytes: without
+// cost tracking when its estimate at that size is within the limit, which
+// spares an evaluation the tracker's allocations (most of its cost), and
+// with the limit otherwise.
+func (c *compiled) program(n int) cel.Program {
+	if n <= c.fastUpTo || c.tracked == nil {
+		return c.fast
+	}
+	return c.tracked
 }
 
 // Check compiles the expressions of rules, each when config has nothing

@@ -78,6 +78,11 @@ func TestEvalCatchesWhenTrue(t *testing.T) {
 			Change{Kind: "identity_settings", Key: "identity_settings", Action: "update", Old: json.RawMessage(`{}`),
 				New: json.RawMessage(`{"list":[{"v":"a"},{"v":"b"}],"pp":{"digits":true,"min_length":10}}`)}, true},
 		{`new.all(k, k != 'nope') && old.exists(k, k == 'mfa')`, mfaOff, true},
+		// change and environment are records: every way of reading one.
+		{`change == {'kind': 'identity_settings', 'key': 'identity_settings', 'action': 'update'} && size(change) == 3`, mfaOff, true},
+		{`'action' in change && !('nope' in change) && change.exists(k, k == 'key') && change.key.startsWith('identity')`, mfaOff, true},
+		{`environment == {'id': 'env_1', 'name': 'prod'} && environment.all(k, k in ['id', 'name'])`, mfaOff, true},
+		{`change.kind == environment.name`, mfaOff, false},
 	}
 	for _, c := range cases {
 		got := eval(t, c.when, c.c)
@@ -95,6 +100,8 @@ func TestEvalErrorsCatchTheChange(t *testing.T) {
 	}{
 		{`new.nope == 'x'`, Change{Kind: "api", Key: "a", Action: "create", New: json.RawMessage(`{}`)}},
 		{`new.display_name == 'x'`, Change{Kind: "api", Key: "a", Action: "delete", Old: json.RawMessage(`{}`)}},
+		{`change.nope == 'x'`, Change{Kind: "api", Key: "a", Action: "create", New: json.RawMessage(`{}`)}},
+		{`environment.nope == 'x'`, Change{Kind: "api", Key: "a", Action: "create", New: json.RawMessage(`{}`)}},
 	} {
 		got := eval(t, c.when, c.c)
 		if len(got) != 1 || got[0].Err == nil || !strings.Contains(got[0].Detail(), "could not be evaluated") {

@@ -21,9 +21,19 @@ import (
 // or two of a spec: decoding every spec of a 1,000-change plan whole
 // cost as much as evaluating the rules.
 type jsonObject struct {
-	raw     []byte
-	full    traits.Mapper      // decoded on first need
-	members map[string]ref.Val // the members read, nil for absent ones
+	raw  []byte
+	full traits.Mapper // decoded on first need
+	// read are the first members read (a nil value for an absent one):
+	// a rule reads one or two members of an object, and two rules of the
+	// same kind often the same.
+	read  [4]member
+	nread int
+}
+
+// member is a member of a jsonObject that was read.
+type member struct {
+	name string
+	val  ref.Val
 }
 
 var (
@@ -111,18 +121,20 @@ func (o *jsonObject) decoded() traits.Mapper {
 // Find reads the member key from the text when it can.
 func (o *jsonObject) Find(key ref.Val) (ref.Val, bool) {
 	if name, ok := key.(types.String); ok && o.full == nil {
-		if v, seen := o.members[string(name)]; seen {
-			return v, v != nil
+		for _, m := range o.read[:o.nread] {
+			if m.name == string(name) {
+				return m.val, m.val != nil
+			}
 		}
 		if raw, ok := canonjson.Member(o.raw, string(name)); ok {
 			var v ref.Val
 			if raw != nil {
 				v = jsonValue(raw)
 			}
-			if o.members == nil {
-				o.members = map[string]ref.Val{}
+			if o.nread < len(o.read) {
+				o.read[o.nread] = member{name: string(name), val: v}
+				o.nread++
 			}
-			o.members[string(name)] = v
 			return v, v != nil
 		}
 	}

@@ -72,3 +72,39 @@ func holds(cs []condition, variable string, values map[string]string) bool {
 	}
 	return true
 }
+
+// changeValues are the members of change that conditions read.
+type changeValues struct{ kind, key, action string }
+
+// hold tells whether every condition of cs on change holds.
+func (v changeValues) hold(cs []condition) bool {
+	for _, c := range cs {
+		if c.variable != "change" {
+			continue
+		}
+		var got string
+		switch c.field {
+		case "kind":
+			got = v.kind
+		case "key":
+			got = v.key
+		default:
+			got = v.action
+		}
+		if got != c.literal {
+			return false
+		}
+	}
+	return true
+}
+
+// kind is the kind a condition of r names (change.kind == '…'), if any: r
+// is false for a change of any other kind.
+func (r *Rule) kind() (string, bool) {
+	for _, c := range r.conds {
+		if c.variable == "change" && c.field == "kind" {
+			return c.literal, true
+		}
+	}
+	return "", false
+}

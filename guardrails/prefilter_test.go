@@ -2,7 +2,11 @@ package guardrails
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+
+	"cel.dev/cel-go/cel"
 
 	"github.com/keenauth/configplans/config"
 )
@@ -34,7 +38,7 @@ func TestSkippedRulesAreThoseFalseAnyway(t *testing.T) {
 			t.Errorf("%s: %d conditions %+v, want %d", c.when, len(comp.conds), comp.conds, c.conds)
 		}
 		// The full evaluation, without the conditions, agrees.
-		full := &Set{rules: []Rule{{Rule: rule("r", c.when), prg: comp.prg}}}
+		full := &Set{rules: []Rule{{Rule: rule("r", c.when), compiled: compiled{fast: comp.fast, tracked: comp.tracked, fastUpTo: comp.fastUpTo}}}}
 		set, _ := Programs([]config.Rule{rule("r", c.when)})
 		for _, s := range []*Set{full, set} {
 			got := s.Evaluator(Environment{ID: "env_1", Name: "dev"}).Eval(role)
@@ -65,6 +69,82 @@ func TestOnlyExpressionsCheapAtAnySizeRunWithoutCostTracking(t *testing.T) {
 		}
 		if got := cheapAtAnySize(ast); got != cheap {
 			t.Errorf("%s: cheap %v, want %v", when, got, cheap)
+		}
+	}
+}
+
+// TestRulesOfAKindKeepTheRulesOrder: the rules a change of a kind is
+// evaluated against are those of no kind and those of its kind, in the
+// rules' order; a change of a kind no rule names meets the rules of no
+// kind.
+func TestRulesOfAKindKeepTheRulesOrder(t *testing.T) {
+	var rules []config.Rule
+	for i, when := range []string{
+		`change.kind == 'api' && new.x == 1`,
+		`new.x == 1`,
+		`change.kind == 'role' && new.x == 1`,
+		`change.action == 'create' && new.x == 1`,
+		`change.kind == 'api' && change.action == 'update' && new.x == 1`,
+		`change.kind == 'api'`,
+	} {
+		rules = append(rules, rule(fmt.Sprintf("r%d", i), when))
+	}
+	set, err := Programs(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := set.Evaluator(Environment{ID: "env_1", Name: "dev"})
+	names := func(cs []Catch) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Rule.RuleName())
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		kind, action, want string
+	}{
+		{"api", "create", "r0,r1,r3,r5"},
+		{"api", "update", "r0,r1,r4,r5"},
+		{"role", "create", "r1,r2,r3"},
+		{"connection", "create", "r1,r3"},
+		{"connection", "delete", "r1"},
+	} {
+		got := ev.Eval(Change{Kind: c.kind, Key: "k", Action: c.action, New: json.RawMessage(`{"x":1}`)})
+		if names(got) != c.want {
+			t.Errorf("%s %s: caught by %s, want %s", c.kind, c.action, names(got), c.want)
+		}
+	}
+}
+
+// TestUntrackedUpToIsTheLargestSizeWithinTheLimit: an expression runs
+// without cost tracking only on inputs at whose size its estimate stays
+// within MaxCost, and the size found is the largest power of two that
+// does.
+func TestUntrackedUpToIsTheLargestSizeWithinTheLimit(t *testing.T) {
+	for when, want := range map[string]int{
+		"change.kind == 'api' && new.token_lifetime_seconds > 86400":                 maxValueSize,
+		"new.scopes.exists(s, s.value.startsWith('admin:'))":                         -1,
+		"new.scopes.exists(s, new.scopes.exists(t, s.value == t.value))":             -1,
+		"new.a.all(x, new.b.all(y, new.c.all(z, new.d.all(w, x + y + z + w == 0))))": 0,
+		"change.kind == 'api' && new.scopes.all(s, s.value.size() < 1000)":           -1,
+	} {
+		ast, iss := env.Compile(when)
+		if iss.Err() != nil {
+			t.Fatal(iss.Err())
+		}
+		got := untrackedUpTo(ast)
+		switch {
+		case want >= 0 && got != want:
+			t.Errorf("%s: untracked up to %d, want %d", when, got, want)
+		case want < 0 && (got < 32 || got >= maxValueSize || !costWithin(ast, uint64(got)) || costWithin(ast, uint64(2*got))):
+			t.Errorf("%s: untracked up to %d: not the largest power of two within the limit", when, got)
+		}
+		c := &compiled{fastUpTo: got}
+		c.fast, _ = env.Program(ast)
+		c.tracked, _ = env.Program(ast, cel.CostLimit(MaxCost))
+		if got < maxValueSize && (c.program(got) != c.fast || c.program(got+1) != c.tracked) {
+			t.Errorf("%s: the program of inputs up to %d bytes is not the untracked one, or of larger ones the tracked one", when, got)
 		}
 	}
 }
