@@ -62,6 +62,9 @@ type Head struct {
 	Generations map[string]int64
 	// Policies are the environment's (nil when it has none).
 	Policies JSON
+	// EnvironmentName is the environment's name, which the guardrail rules
+	// read, when it has policies ("" otherwise).
+	EnvironmentName string
 	// Material is, per connection id, the hash of the confirmed OIDC
 	// material (ConfirmedMaterial), when asked for.
 	Material map[string]string
@@ -149,13 +152,14 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 		sql += ` SELECT h.* FROM h`
 	}
 	var rows []struct {
-		Head        bool
-		Locked      int
-		Claimable   bool
-		Generations JSON
-		Policies    JSON
-		Material    JSON
-		Resource    `gorm:"embedded"`
+		Head            bool
+		Locked          int
+		Claimable       bool
+		Generations     JSON
+		Policies        JSON
+		EnvironmentName *string
+		Material        JSON
+		Resource        `gorm:"embedded"`
 	}
 	if err := scanRaw(tx.q(ctx).Raw(sql, args...), &rows); err != nil {
 		return Head{}, nil, err
@@ -181,6 +185,9 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 	}
 	resources = append(resources, more...)
 	h := Head{Generations: map[string]int64{}, Policies: row.Policies, Claimable: row.Claimable}
+	if row.EnvironmentName != nil {
+		h.EnvironmentName = *row.EnvironmentName
+	}
 	if row.Generations != nil {
 		if err := json.Unmarshal(row.Generations, &h.Generations); err != nil {
 			return Head{}, nil, err
@@ -203,8 +210,9 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 func (tx *Tx) headQuery(envID string, kinds []string, forApply bool, claim *Claim) (sql string, args []any) {
 	sql = `h AS (SELECT true AS head, (SELECT jsonb_object_agg(kind, generation) FROM type_states
 				WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))) AS generations,
-			(SELECT policies FROM environment_policies WHERE environment_id = ?) AS policies`
-	args = []any{envID, mustRecords(kinds), envID}
+			(SELECT policies FROM environment_policies WHERE environment_id = ?) AS policies,
+			(SELECT name FROM "environments" WHERE id = ? AND EXISTS (SELECT FROM environment_policies WHERE environment_id = ?)) AS environment_name`
+	args = []any{envID, mustRecords(kinds), envID, envID, envID}
 	if forApply {
 		lock, lockArgs := `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE), `, []any{envID}
 		claimed := "false"
@@ -247,6 +255,11 @@ func (tx *Tx) readHeadEach(ctx context.Context, envID string, kinds []string, se
 	}
 	if head.Policies, err = tx.LoadPolicies(ctx, envID); err != nil {
 		return Head{}, nil, err
+	}
+	if head.Policies != nil {
+		if head.EnvironmentName, err = tx.EnvironmentName(ctx, envID); err != nil {
+			return Head{}, nil, err
+		}
 	}
 	return head, resources, nil
 }

@@ -20,6 +20,7 @@ type applyState struct {
 	// connections that a change activates.
 	tests    map[string]configdb.ConnectionTest
 	policies config.Policies
+	envName  string // the environment's name, when it has policies
 	// ruleBlocks are the problems of the block rules in force that catch
 	// a change (row 17 with the policies), ruleApprovals the most
 	// approvals an approval rule that catches one asks for (§18).

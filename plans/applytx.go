@@ -61,7 +61,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 		return nil, err
 	}
 	st.post.readable = a.canRead
-	if err := applyRules(ctx, tx, st); err != nil {
+	if err := applyRules(st); err != nil {
 		return nil, err
 	}
 	var approvals []Approval
@@ -171,6 +171,7 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan,
 	if st.policies, err = policiesOf(head.Policies); err != nil {
 		return nil, err
 	}
+	st.envName = head.EnvironmentName
 	return st, nil
 }
 

@@ -27,6 +27,7 @@ type planState struct {
 	gens              map[config.Kind]int64
 	material          map[string]string // connection id → confirmed material hash
 	policies          config.Policies
+	envName           string // the environment's name, when it has policies
 	expected          []config.ExpectedVersion
 	entries           []entry
 	inDoc             map[string]bool // the document's resources, kind/key

@@ -215,7 +215,7 @@ func (s *Service) computePlanFrom(ctx context.Context, tx *configdb.Tx, a Actor,
 		return nil, nil, err
 	}
 	p := s.buildPlan(tx.Now, a, ps, recent)
-	if err := applyPlanRules(ctx, tx, a.EnvironmentID, ps, p, policyErr); err != nil {
+	if err := applyPlanRules(a.EnvironmentID, ps, p, policyErr); err != nil {
 		return nil, nil, err
 	}
 	return p, ps.cur, nil
@@ -262,6 +262,7 @@ func loadPlanState(ctx context.Context, tx *configdb.Tx, envID string, doc *conf
 	if ps.policies, err = policiesOf(head.Policies); err != nil {
 		return nil, err
 	}
+	ps.envName = head.EnvironmentName
 	return ps, nil
 }
 

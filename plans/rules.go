@@ -1,13 +1,14 @@
 package plans
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/keenauth/configplans/config"
-	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/guardrails"
 )
 
@@ -35,9 +36,9 @@ type ruleInput struct {
 }
 
 // rulesEvaluator compiles (or takes from the cache) the rules of pol, and
-// readies them for the environment envID, whose name it reads in tx only
-// when there are rules. nil when there are none.
-func rulesEvaluator(ctx context.Context, tx *configdb.Tx, envID string, pol config.Policies) (*guardrails.Evaluator, error) {
+// readies them for the environment envID, named envName (which the plan's
+// or the apply's head read with the policies). nil when there are none.
+func rulesEvaluator(envID, envName string, pol config.Policies) (*guardrails.Evaluator, error) {
 	if len(pol.Rules) == 0 {
 		return nil, nil
 	}
@@ -45,11 +46,7 @@ func rulesEvaluator(ctx context.Context, tx *configdb.Tx, envID string, pol conf
 	if err != nil {
 		return nil, err
 	}
-	name, err := tx.EnvironmentName(ctx, envID)
-	if err != nil {
-		return nil, err
-	}
-	return set.Evaluator(guardrails.Environment{ID: envID, Name: name}), nil
+	return set.Evaluator(guardrails.Environment{ID: envID, Name: envName}), nil
 }
 
 // evalRules evaluates the rules once for every change other than no_op.
@@ -58,16 +55,67 @@ func evalRules(ev *guardrails.Evaluator, in ruleInput) ruleVerdict {
 	if ev == nil {
 		return v
 	}
-	for i, c := range in.changes {
-		if c.Action == ActionNoOp {
-			continue
-		}
-		gc := guardrails.Change{Kind: string(c.Kind), Key: c.Key, Action: string(c.Action), Old: in.old(i), New: c.Spec}
-		for _, caught := range ev.Eval(gc) {
-			v.add(caught, c, i, in.pointer)
+	for i, caught := range catchAll(ev, in) {
+		for _, c := range caught {
+			v.add(c, in.changes[i], i, in.pointer)
 		}
 	}
 	return v
+}
+
+// guardrailsChange is c as the rules see it, with old its spec before.
+func guardrailsChange(c Change, old json.RawMessage) guardrails.Change {
+	return guardrails.Change{Kind: string(c.Kind), Key: c.Key, Action: string(c.Action), Old: old, New: c.Spec}
+}
+
+// rulesChunk is the fewest changes that catchAll gives a goroutine of
+// its own.
+const rulesChunk = 128
+
+// catchAll evaluates the rules for every change other than no_op, and
+// returns what caught each, by the change's index. A large plan's changes
+// are split in contiguous parts evaluated at once, up to one per
+// processor (GOMAXPROCS): the rules of a 1,000-change plan cost as much
+// CPU as before, in about half the time on two idle cores. The evaluator
+// is safe for concurrent use, and old only reads the state.
+func catchAll(ev *guardrails.Evaluator, in ruleInput) [][]guardrails.Catch {
+	out := make([][]guardrails.Catch, len(in.changes))
+	eval := func(from, to int) {
+		for i := from; i < to; i++ {
+			c := in.changes[i]
+			if c.Action == ActionNoOp {
+				continue
+			}
+			out[i] = ev.Eval(guardrailsChange(c, in.old(i)))
+		}
+	}
+	parts := min(runtime.GOMAXPROCS(0), len(in.changes)/rulesChunk)
+	if parts <= 1 {
+		eval(0, len(in.changes))
+		return out
+	}
+	var (
+		wg       sync.WaitGroup
+		panicked atomic.Value
+	)
+	for p := range parts {
+		from, to := p*len(in.changes)/parts, (p+1)*len(in.changes)/parts
+		wg.Go(func() {
+			// A panic goes on in the request's goroutine, whose recovery
+			// answers it, rather than end the process.
+			defer func() {
+				if r := recover(); r != nil {
+					panicked.CompareAndSwap(nil, fmt.Sprint(r))
+				}
+			}()
+			eval(from, to)
+		})
+	}
+	wg.Wait()
+	if r := panicked.Load(); r != nil {
+		panic(r)
+	}
+	return out
 }
 
 func (v *ruleVerdict) add(caught guardrails.Catch, c Change, i int, pointer func(int) string) {
@@ -104,8 +152,8 @@ func ruleApprovals(ws []Warning) int {
 // policy_conflict at the change's entry in the document (/prune for a
 // deletion the prune makes), together with the problems of §11's policies
 // (policyErr, when they have any).
-func applyPlanRules(ctx context.Context, tx *configdb.Tx, envID string, ps *planState, p *Plan, policyErr error) error {
-	ev, err := rulesEvaluator(ctx, tx, envID, ps.policies)
+func applyPlanRules(envID string, ps *planState, p *Plan, policyErr error) error {
+	ev, err := rulesEvaluator(envID, ps.envName, ps.policies)
 	if err != nil {
 		return err
 	}
@@ -155,8 +203,8 @@ func policyProblems(err error) []config.FieldError {
 // are what the apply needs beside required_approvals. A warn rule changes
 // nothing. The specs before are today's, which row 13 holds to the
 // plan's.
-func applyRules(ctx context.Context, tx *configdb.Tx, st *applyState) error {
-	ev, err := rulesEvaluator(ctx, tx, st.plan.EnvironmentID, st.policies)
+func applyRules(st *applyState) error {
+	ev, err := rulesEvaluator(st.plan.EnvironmentID, st.envName, st.policies)
 	if err != nil {
 		return err
 	}
