@@ -234,6 +234,34 @@ func (s *server) procStatus(field string) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no %s", s.pid(), field)
 }
 
+// cpuTime is the CPU time the server's threads have run, in nanoseconds
+// (the sum of the first field of every /proc/<pid>/task/<tid>/schedstat;
+// a thread that ended in between is left out).
+func (s *server) cpuTime() (time.Duration, error) {
+	dir := fmt.Sprintf("/proc/%d/task", s.pid())
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("%s/%s/schedstat: %q", dir, t.Name(), b)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
+
 // resetPeakRSS resets VmHWM to the current RSS (Linux ≥ 4.0, clear_refs 5),
 // so that the next reading is the peak of what runs in between.
 func (s *server) resetPeakRSS() error {
