@@ -356,11 +356,39 @@ func (c *client) attempt(ctx context.Context, r request, target string) (*respon
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := readBody(resp)
 	if err != nil {
 		return nil, err
 	}
 	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// maxPresize bounds the buffer readBody reserves from a Content-Length
+// before any byte has come: a larger answer grows past it as it arrives.
+const maxPresize = 32 << 20
+
+// readBody reads an answer whole. With a Content-Length it reads into one
+// buffer of that size: io.ReadAll's doublings cleared and copied about
+// 2 MB more for a 1 MB plan (16% of config show's CPU in a profile).
+func readBody(resp *http.Response) ([]byte, error) {
+	n := resp.ContentLength
+	if n <= 0 || n > maxPresize {
+		return io.ReadAll(resp.Body)
+	}
+	b := make([]byte, 0, n+1) // +1: the read that returns EOF needs room
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // more than announced: grow as io.ReadAll does
+		}
+		m, err := resp.Body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // getJSON sends a GET and decodes a success into v; it returns the raw

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
@@ -339,7 +340,11 @@ func (a *app) printPlan(resp *response, view planView) error {
 		if view.rebases {
 			pl.rebasedAs = a.rebasesOf(pl.ID)
 		}
-		renderPlan(a.stdout, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
+		// A plan of thousands of changes is thousands of lines: written
+		// through a buffer, they reach a pipe in a few large writes.
+		w := bufio.NewWriterSize(a.stdout, 64<<10)
+		renderPlan(w, newPalette(a.stdout, a.env), &pl, view.showUnchanged)
+		_ = w.Flush() // as every write of the human output, unchecked
 	}
 	return nil
 }

@@ -103,7 +103,14 @@ func namingVersions(err error, file string) error {
 	return err
 }
 
+// tokenUnescaper undoes RFC 6901's escapes, built once: a plan's diff
+// paths call it for every token.
+var tokenUnescaper = strings.NewReplacer("~1", "/", "~0", "~")
+
 // unescapeToken reads one RFC 6901 reference token.
 func unescapeToken(t string) string {
-	return strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+	if !strings.Contains(t, "~") {
+		return t
+	}
+	return tokenUnescaper.Replace(t)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // The API's objects, as far as the human output reads them. --json prints
@@ -401,9 +402,19 @@ func readablePath(tokens []string) string {
 // compact writes a JSON value on one line, object members sorted, so the
 // same value always reads the same.
 func compact(v json.RawMessage) string {
-	if len(bytes.TrimSpace(v)) == 0 {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
 		return "null"
 	}
+	if plainScalar(v) {
+		return string(v)
+	}
+	return reencode(v)
+}
+
+// reencode is compact's general case: v decoded (numbers kept as written)
+// and encoded again, object members sorted.
+func reencode(v json.RawMessage) string {
 	d := json.NewDecoder(bytes.NewReader(v))
 	d.UseNumber()
 	var x any
@@ -417,6 +428,24 @@ func compact(v json.RawMessage) string {
 		return string(v)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// plainScalar reports a JSON number, true, false, null, or a string
+// without escapes whose text the encoder would write back byte for byte
+// (valid UTF-8, no U+2028 or U+2029): compact writes it as it is, without
+// decoding and encoding it again (a diff's values are mostly such).
+func plainScalar(v []byte) bool {
+	switch c := v[0]; {
+	case c == '"':
+		return len(v) >= 2 && v[len(v)-1] == '"' && bytes.IndexByte(v[1:len(v)-1], '"') < 0 &&
+			bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) &&
+			!bytes.Contains(v, []byte("\u2028")) && !bytes.Contains(v, []byte("\u2029"))
+	case c == '-' || (c >= '0' && c <= '9'):
+		return json.Valid(v)
+	default:
+		s := string(v)
+		return s == "true" || s == "false" || s == "null"
+	}
 }
 
 func (s summary) String() string {

@@ -138,3 +138,18 @@ func TestAnAnswerThatIsNotAProblemStillReadsWell(t *testing.T) {
 		t.Errorf("problem %+v, exit %d", e.problem, apiExitCode(e))
 	}
 }
+
+// TestCompactWritesAScalarAsTheEncoderWould: compact's short cut for plain
+// scalars writes what decoding and encoding them again writes.
+func TestCompactWritesAScalarAsTheEncoderWould(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{
+		`"plain"`, `""`, `"<b>&amp;</b>"`, `"é ü 漢字"`, `"a\"b"`, `"a\\b"`, `"\u00e9"`, `"\/"`, `"line\nbreak"`,
+		"\"sep\u2028arator\"", "\"para\u2029graph\"", "\"bad \xff utf-8\"", `0`, `-0`, `1.50`, `1e5`, `-12.5E-3`,
+		`true`, `false`, `null`, ` "padded" `, `{"b":1,"a":"x"}`, `[3,"y",{"d":null,"c":true}]`, `01`, `"unterminated`, `tru`,
+	} {
+		if got, want := compact(json.RawMessage(v)), reencode(json.RawMessage(strings.TrimSpace(v))); got != want {
+			t.Errorf("compact(%q) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -2,7 +2,7 @@
 // out), the navigation and the client-side router over the History API.
 import { request, getKey, setKey, clearKey, Problem } from './api.js';
 import { h, append, clear, problem, loading } from './dom.js';
-import { plansPage, planPage } from './plans.js';
+import { plansPage, planPage, prefetchPlan } from './plans.js';
 import { revisionsPage, revisionPage } from './revisions.js';
 import { logsPage } from './logs.js';
 import { configPage } from './config.js';
@@ -15,10 +15,12 @@ const top = document.getElementById('top');
 // session is the signed-in key as GET /v1/api-keys/current describes it.
 let session = null;
 
+const planRoute = /^\/console\/plans\/([^/]+)$/;
+
 const routes = [
   [/^\/console\/?$/, () => navigate('/console/plans', true)],
   [/^\/console\/plans\/?$/, plansPage],
-  [/^\/console\/plans\/([^/]+)$/, planPage],
+  [planRoute, planPage],
   [/^\/console\/revisions\/?$/, revisionsPage],
   [/^\/console\/revisions\/([^/]+)$/, revisionPage],
   [/^\/console\/logs\/?$/, logsPage],
@@ -81,6 +83,9 @@ async function render() {
   if (!session) {
     clear(main);
     main.append(loading());
+    // A plan's page (the largest) asks for its plan beside the session.
+    const plan = location.pathname.match(planRoute);
+    if (plan) prefetchPlan(seq, plan[1]);
     try {
       session = await request('/api-keys/current');
     } catch (err) {

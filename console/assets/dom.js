@@ -4,16 +4,22 @@
 // h builds an element: attrs are set as attributes (on… functions become
 // listeners, false/null are skipped); children are nodes, strings (text
 // nodes), arrays or null.
+//
+// A plan's page builds tens of thousands of elements with it: it walks
+// attrs and children with plain loops (no entries arrays, no iterators).
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k.startsWith('on') && typeof v === 'function') {
-      el.addEventListener(k.slice(2), v);
-    } else if (k === 'class') {
-      el.className = v;
-    } else {
-      el.setAttribute(k, v === true ? '' : String(v));
+  if (attrs) {
+    for (const k in attrs) {
+      const v = attrs[k];
+      if (v === null || v === undefined || v === false) continue;
+      if (typeof v === 'function' && k.startsWith('on')) {
+        el.addEventListener(k.slice(2), v);
+      } else if (k === 'class') {
+        el.className = v;
+      } else {
+        el.setAttribute(k, v === true ? '' : String(v));
+      }
     }
   }
   append(el, children);
@@ -21,9 +27,11 @@ export function h(tag, attrs, ...children) {
 }
 
 export function append(el, children) {
-  for (const c of children) {
+  for (let i = 0; i < children.length; i++) {
+    const c = children[i];
     if (c === null || c === undefined || c === false) continue;
-    if (Array.isArray(c)) append(el, c);
+    if (typeof c === 'string') el.appendChild(document.createTextNode(c));
+    else if (Array.isArray(c)) append(el, c);
     else if (c instanceof Node) el.appendChild(c);
     else el.appendChild(document.createTextNode(String(c)));
   }

@@ -384,12 +384,41 @@ function summaryCounts(s) {
       h('li', { class: 'count count-' + k }, h('span', { class: 'count-n' }, String(s[k])), h('span', { class: 'count-label' }, label))));
 }
 
-export async function planPage({ seq, id }) {
-  page('Plan', loading());
-  const [p, events] = await Promise.all([
+// planRequests reads a plan and its events (a refusal of the events is
+// kept as the value: the page shows the plan all the same).
+function planRequests(id) {
+  return Promise.all([
     request('/config-plans/' + encodeURIComponent(id)),
     request('/config-plans/' + encodeURIComponent(id) + '/events?limit=100').catch((err) => err),
   ]);
+}
+
+// early is the plan page's requests sent by prefetchPlan, for the render
+// (seq) that sent them.
+let early = null;
+
+// prefetchPlan sends the requests of a plan's page (rawID as the path
+// holds it) beside the request of the session that a deep link or a
+// reload first makes, so that the page waits for one round trip instead
+// of two. Only planPage of the same render takes the answer; a refusal is
+// its to show, or nobody's.
+export function prefetchPlan(seq, rawID) {
+  let id;
+  try {
+    id = decodeURIComponent(rawID);
+  } catch {
+    return; // the router shows what is wrong with the path
+  }
+  const answer = planRequests(id);
+  answer.catch(() => {});
+  early = { seq, id, answer };
+}
+
+export async function planPage({ seq, id }) {
+  page('Plan', loading());
+  const mine = early && early.seq === seq && early.id === id ? early.answer : planRequests(id);
+  early = null;
+  const [p, events] = await mine;
   if (!current(seq)) return;
   showPlan(p, events, seq);
   // The page follows the live stream (§19): an event of this plan shows it
