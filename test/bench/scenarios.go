@@ -468,7 +468,13 @@ func (b *bench) p5Heap(ctx context.Context, s *server, phase string) error {
 	if err := os.MkdirAll(b.o.p5HeapDir, 0o755); err != nil {
 		return err
 	}
-	return s.fetchProfile(ctx, "/debug/pprof/heap", filepath.Join(b.o.p5HeapDir, "P5.heap."+phase+".pprof"))
+	if err := s.fetchProfile(ctx, "/debug/pprof/heap", filepath.Join(b.o.p5HeapDir, "P5.heap."+phase+".pprof")); err != nil {
+		return err
+	}
+	// The text form ends with the runtime's MemStats: the heap mapped
+	// (HeapSys), returned to the system (HeapReleased) and the rest of
+	// Sys, which the RSS is made of.
+	return s.fetchProfile(ctx, "/debug/pprof/heap?debug=1", filepath.Join(b.o.p5HeapDir, "P5.heap."+phase+".txt"))
 }
 
 // bigSpec is an api spec of about 9.6 KiB: 40 scopes of 200-character
