@@ -52,132 +52,172 @@ type Document struct {
 // types map keys to specs or to null. JSON null is accepted only there and
 // for a connection's oidc member.
 func DecodeDocument(raw json.RawMessage, base string) (doc *Document, problems []FieldError, err error) {
-	tree, bad, ok := parseStrict(raw, base)
-	if !ok {
+	i := canonjson.SkipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, nil, notADocument(raw, base)
+	}
+	// The document is read one resource at a time: only the parsed tree
+	// of the spec being read is held, never the tree of the whole
+	// document (several times its JSON; a plan's is up to 10 MiB).
+	d := &docDecoder{p: strictParser{raw: raw, base: base}, base: base, planned: map[Kind]bool{},
+		entries: map[Kind][]Entry{}, pointers: map[Kind]map[string]string{}}
+	end, err := d.p.members(i, func(docKey string, i int, dup bool) (int, error) {
+		if dup {
+			_, end, err := d.p.value(i, 1) // its problems are its own repeats
+			return end, err
+		}
+		return d.docMember(docKey, i)
+	})
+	if err == nil && canonjson.SkipSpace(raw, end) != len(raw) {
+		err = errNotJSON
+	}
+	if err != nil {
+		return nil, nil, badRequest(syntaxProblem(base, err))
+	}
+	if bad := append(d.p.dups, d.bad...); len(bad) > 0 {
 		return nil, nil, badRequest(bad)
 	}
-	root, ok := tree.(*jsonObject)
-	if !ok {
-		return nil, nil, badRequest(append(bad, FieldError{Pointer: base, Code: CodeMalformedRequest,
-			Detail: "The configuration document must be a JSON object."}))
+	if d.err != nil {
+		return nil, nil, d.err
 	}
-
-	items, planned, problems, more := documentItems(root, base)
-	if bad = append(bad, more...); len(bad) > 0 {
-		return nil, nil, badRequest(bad)
-	}
-	if len(root.keys) == 0 {
+	problems = d.problems
+	if d.docKeys == 0 {
 		problems = append(problems, FieldError{Pointer: base, Code: CodeEmpty,
 			Detail: "The configuration document has no type to plan."})
 	}
-	doc, specProblems, err := documentOf(items, planned)
-	if err != nil {
-		return nil, nil, err
-	}
-	return doc, append(problems, specProblems...), nil
-}
-
-// docItem is one resource of a document, located by its pointer.
-type docItem struct {
-	kind    Kind
-	key     string
-	pointer string
-	spec    *jsonObject // nil for a deletion
-}
-
-// documentItems reads the resources of a parsed document: the kinds it
-// plans, its 400-class problems (bad: unknown keys, shapes) and the others.
-func documentItems(root *jsonObject, base string) (items []docItem, planned map[Kind]bool, problems, bad []FieldError) {
-	planned = map[Kind]bool{}
-	for _, docKey := range root.keys {
-		ptr := base + "/" + EscapeToken(docKey)
-		info, known := LookupDocKey(docKey)
-		if !known {
-			bad = append(bad, FieldError{Pointer: ptr, Code: CodeUnknownField,
-				Detail: "This is not a document key of the configuration."})
-			continue
-		}
-		value := root.vals[docKey]
-		if info.Singleton {
-			switch v := value.(type) {
-			case nil:
-				planned[info.Kind] = true
-				problems = append(problems, FieldError{Pointer: ptr, Code: CodeNotDeletable,
-					Detail: fmt.Sprintf("The %s singleton cannot be deleted.", info.Kind)})
-			case *jsonObject:
-				planned[info.Kind] = true
-				s, _ := newSpec(info.Kind)
-				bad = append(bad, checkShape(v, specType(s), ptr, nil)...)
-				items = append(items, docItem{info.Kind, SingletonKey, ptr, v})
-			default:
-				bad = append(bad, wrongType(ptr, "an object"))
-			}
-			continue
-		}
-		byKey, isObj := value.(*jsonObject)
-		if !isObj {
-			bad = append(bad, wrongType(ptr, "an object mapping keys to specs"))
-			continue
-		}
-		planned[info.Kind] = true
-		for _, key := range byKey.keys {
-			kptr := ptr + "/" + EscapeToken(key)
-			if !keyPattern.MatchString(key) {
-				problems = append(problems, FieldError{Pointer: kptr, Code: CodeInvalid,
-					Detail: "A key must be 1 to 63 lowercase letters, digits or hyphens, starting with a letter or digit."})
-			}
-			switch v := byKey.vals[key].(type) {
-			case nil:
-				items = append(items, docItem{info.Kind, key, kptr, nil})
-			case *jsonObject:
-				s, _ := newSpec(info.Kind)
-				bad = append(bad, checkShape(v, specType(s), kptr, nil)...)
-				items = append(items, docItem{info.Kind, key, kptr, v})
-			default:
-				bad = append(bad, wrongType(kptr, "an object or null"))
-			}
-		}
-	}
-	return items, planned, problems, bad
-}
-
-// documentOf builds the document of well-shaped items, with the problems
-// of their specs and the unique values they repeat.
-func documentOf(items []docItem, planned map[Kind]bool) (*Document, []FieldError, error) {
-	var problems []FieldError
-	doc := &Document{Entries: map[Kind][]Entry{}}
+	doc = &Document{Entries: map[Kind][]Entry{}}
 	for _, info := range Kinds {
-		if planned[info.Kind] {
+		if d.planned[info.Kind] {
 			doc.Types = append(doc.Types, info.Kind)
-			doc.Entries[info.Kind] = []Entry{}
-		}
-	}
-	pointers := map[Kind]map[string]string{}
-	for i := range items {
-		it := items[i]
-		// The parsed tree of a spec is several times its JSON: each is
-		// let go once its typed spec is decoded, not at the end.
-		items[i].spec = nil
-		e := Entry{Kind: it.kind, Key: it.key}
-		if it.spec != nil {
-			s, _ := newSpec(it.kind)
-			if err := unmarshalTree(it.spec, s); err != nil {
-				return nil, nil, err
+			doc.Entries[info.Kind] = d.entries[info.Kind]
+			if doc.Entries[info.Kind] == nil {
+				doc.Entries[info.Kind] = []Entry{}
 			}
-			var specProblems []FieldError
-			e.Spec, specProblems = checkSpec(s, it.pointer)
-			problems = append(problems, specProblems...)
 		}
-		doc.Entries[it.kind] = append(doc.Entries[it.kind], e)
-		if pointers[it.kind] == nil {
-			pointers[it.kind] = map[string]string{}
-		}
-		pointers[it.kind][it.key] = it.pointer
 	}
 	for k := range doc.Entries {
 		slices.SortFunc(doc.Entries[k], func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
 	}
-	return doc, append(problems, duplicateValueProblems(doc, pointers)...), nil
+	problems = append(problems, d.specProblems...)
+	return doc, append(problems, duplicateValueProblems(doc, d.pointers)...), nil
+}
+
+// notADocument is the 400-class error of a config member that is not an
+// object: its syntax error, or its repeated members and its type.
+func notADocument(raw []byte, base string) error {
+	_, bad, ok := parseStrict(raw, base)
+	if !ok {
+		return badRequest(bad)
+	}
+	return badRequest(append(bad, FieldError{Pointer: base, Code: CodeMalformedRequest,
+		Detail: "The configuration document must be a JSON object."}))
+}
+
+// docDecoder reads a document's resources as it parses them, in the order
+// of the document.
+type docDecoder struct {
+	p       strictParser
+	base    string
+	docKeys int // the document's members, each once
+	planned map[Kind]bool
+	// bad are the 400-class problems other than repeated members (which
+	// the parser gathers, and which are listed first); problems the
+	// others of the document's keys, specProblems those of its specs.
+	bad, problems, specProblems []FieldError
+	entries                     map[Kind][]Entry
+	pointers                    map[Kind]map[string]string
+	// err is the first failure to decode a checked spec: it is returned
+	// only when the document has no 400-class problem.
+	err error
+}
+
+// docMember reads the value of the document member docKey at raw[i].
+func (d *docDecoder) docMember(docKey string, i int) (int, error) {
+	d.docKeys++
+	raw := d.p.raw
+	ptr := d.base + "/" + EscapeToken(docKey)
+	info, known := LookupDocKey(docKey)
+	if !known {
+		d.bad = append(d.bad, FieldError{Pointer: ptr, Code: CodeUnknownField,
+			Detail: "This is not a document key of the configuration."})
+		_, end, err := d.p.value(i, 1)
+		return end, err
+	}
+	if info.Singleton {
+		v, end, err := d.p.value(i, 1)
+		if err != nil {
+			return 0, err
+		}
+		switch v := v.(type) {
+		case nil:
+			d.planned[info.Kind] = true
+			d.problems = append(d.problems, FieldError{Pointer: ptr, Code: CodeNotDeletable,
+				Detail: fmt.Sprintf("The %s singleton cannot be deleted.", info.Kind)})
+		case *jsonObject:
+			d.planned[info.Kind] = true
+			d.resource(info.Kind, SingletonKey, ptr, v)
+		default:
+			d.bad = append(d.bad, wrongType(ptr, "an object"))
+		}
+		return end, nil
+	}
+	if i >= len(raw) || raw[i] != '{' {
+		_, end, err := d.p.value(i, 1)
+		if err == nil {
+			d.bad = append(d.bad, wrongType(ptr, "an object mapping keys to specs"))
+		}
+		return end, err
+	}
+	d.planned[info.Kind] = true
+	return d.p.members(i, func(key string, i int, dup bool) (int, error) {
+		v, end, err := d.p.value(i, 2)
+		if err != nil || dup {
+			return end, err
+		}
+		kptr := ptr + "/" + EscapeToken(key)
+		if !keyPattern.MatchString(key) {
+			d.problems = append(d.problems, FieldError{Pointer: kptr, Code: CodeInvalid,
+				Detail: "A key must be 1 to 63 lowercase letters, digits or hyphens, starting with a letter or digit."})
+		}
+		switch v := v.(type) {
+		case nil:
+			d.resource(info.Kind, key, kptr, nil)
+		case *jsonObject:
+			d.resource(info.Kind, key, kptr, v)
+		default:
+			d.bad = append(d.bad, wrongType(kptr, "an object or null"))
+		}
+		return end, nil
+	})
+}
+
+// resource checks the shape of one resource's spec (nil: a deletion) and,
+// while the document has no 400-class problem, decodes it into its entry,
+// so that the spec's parsed tree is let go at once.
+func (d *docDecoder) resource(kind Kind, key, ptr string, tree *jsonObject) {
+	if tree != nil {
+		s, _ := newSpec(kind)
+		d.bad = append(d.bad, checkShape(tree, specType(s), ptr, nil)...)
+	}
+	if d.pointers[kind] == nil {
+		d.pointers[kind] = map[string]string{}
+	}
+	d.pointers[kind][key] = ptr
+	if len(d.p.dups) > 0 || len(d.bad) > 0 || d.err != nil {
+		return // the document is answered by its 400-class problems
+	}
+	e := Entry{Kind: kind, Key: key}
+	if tree != nil {
+		s, _ := newSpec(kind)
+		if err := unmarshalTree(tree, s); err != nil {
+			d.err = err
+			return
+		}
+		var specProblems []FieldError
+		e.Spec, specProblems = checkSpec(s, ptr)
+		d.specProblems = append(d.specProblems, specProblems...)
+	}
+	d.entries[kind] = append(d.entries[kind], e)
 }
 
 // duplicateValueProblems reports every resource whose unique value an
@@ -260,13 +300,18 @@ func parseStrict(raw []byte, base string) (v any, problems []FieldError, ok bool
 		err = errNotJSON
 	}
 	if err != nil {
-		detail := "The value is not valid JSON."
-		if errors.Is(err, errTooDeep) {
-			detail = "The value is nested too deeply."
-		}
-		return nil, []FieldError{{Pointer: base, Code: CodeMalformedRequest, Detail: detail}}, false
+		return nil, syntaxProblem(base, err), false
 	}
 	return v, p.dups, true
+}
+
+// syntaxProblem is the one problem of JSON that cannot be read, at base.
+func syntaxProblem(base string, err error) []FieldError {
+	detail := "The value is not valid JSON."
+	if errors.Is(err, errTooDeep) {
+		detail = "The value is nested too deeply."
+	}
+	return []FieldError{{Pointer: base, Code: CodeMalformedRequest, Detail: detail}}
 }
 
 var (
@@ -404,6 +449,53 @@ func (p *strictParser) object(start, depth int) (any, int, error) {
 			return obj, i + 1, nil
 		default:
 			return nil, 0, errNotJSON
+		}
+	}
+}
+
+// members reads the object at raw[start] (its '{') member by member, as
+// object does without keeping the values: each reads the value at raw[i]
+// (no space before it), with the member's name on p.path, and returns the
+// index after it; dup says an earlier member had the same name (reported
+// as object reports it, after the value's own problems). It returns the
+// index after the object.
+func (p *strictParser) members(start int, each func(name string, i int, dup bool) (int, error)) (int, error) {
+	b := p.raw
+	seen := map[string]bool{}
+	i := canonjson.SkipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, errNotJSON
+		}
+		name, end, err := p.str(i)
+		if err != nil {
+			return 0, err
+		}
+		if i = canonjson.SkipSpace(b, end); i >= len(b) || b[i] != ':' {
+			return 0, errNotJSON
+		}
+		p.path = append(p.path, name)
+		dup := seen[name]
+		if end, err = each(name, canonjson.SkipSpace(b, i+1), dup); err != nil {
+			return 0, err
+		}
+		if dup {
+			p.dups = append(p.dups, FieldError{Pointer: p.base + Pointer(p.path...), Code: CodeMalformedRequest,
+				Detail: "This member is repeated in its object."})
+		}
+		seen[name] = true
+		p.path = p.path[:len(p.path)-1]
+		i = canonjson.SkipSpace(b, end)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = canonjson.SkipSpace(b, i+1)
+		case i < len(b) && b[i] == '}':
+			return i + 1, nil
+		default:
+			return 0, errNotJSON
 		}
 	}
 }

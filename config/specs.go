@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/keenauth/configplans/config/displayname"
@@ -366,16 +367,28 @@ func checkSpec(s spec, prefix string) (json.RawMessage, []FieldError) {
 
 // CanonicalJSON marshals v without HTML escaping, so URLs keep their & and the
 // bytes are the same wherever a spec is marshalled.
+//
+// The result has the capacity of its length: a document's specs are held
+// for the whole plan creation, and a buffer grown by doubling would hold up
+// to twice each; the encoding is written in a pooled buffer.
 func CanonicalJSON(v any) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := canonicalBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			buf.Reset()
+			canonicalBuffers.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		// The typed specs and decoded JSON values always marshal.
 		panic(fmt.Sprintf("plans: marshal canonical JSON: %v", err))
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
+
+var canonicalBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // DefaultSingletons returns the canonical specs a new environment starts
 // with (§4). The environment name becomes the display name, without the

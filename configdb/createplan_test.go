@@ -2,6 +2,7 @@ package configdb_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 // cut after, the statement runs again and finds the plan it stored under
 // the same id. Either way one plan with one event, and no error. A plan
 // already under the id on the first attempt is not the caller's: an error.
+// The same holds for a plan over 1 MiB, whose statement runs on a
+// connection of its own followed by a small one (releaseParameters): its
+// changes are stored whole.
 func TestCreatePlanRunsAgainAfterALostStatementAndFindsItsPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -25,11 +29,16 @@ func TestCreatePlanRunsAgainAfterALostStatementAndFindsItsPlan(t *testing.T) {
 		proxied, proxy := d.Through(t, 0)
 		return configdb.New(proxied.DB, func() time.Time { return now }, configdb.Options{}), proxy
 	}
+	large := configdb.JSON(`["` + strings.Repeat("x", 3<<19) + `"]`)
 	plan := func(id string) (*configdb.PlanRow, configdb.PlanEventRow) {
 		empty := configdb.JSON(`[]`)
+		changes := empty
+		if strings.Contains(id, "large") {
+			changes = large
+		}
 		row := &configdb.PlanRow{EnvironmentID: "env_a", ID: id, Status: "planned", Types: configdb.JSON(`["api"]`), TypeSet: "api",
 			ReferencingTypes: empty, Warnings: empty, RequiredSecrets: empty, Summary: configdb.JSON(`{}`), Versions: configdb.JSON(`{}`),
-			Fingerprints: configdb.JSON(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour), CreatedBy: "key_a", Changes: empty}
+			Fingerprints: configdb.JSON(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour), CreatedBy: "key_a", Changes: changes}
 		ev := configdb.PlanEventRow{EnvironmentID: "env_a", PlanID: id, ID: "evt_" + id, Type: "plan_created", APIKeyID: "key_a",
 			RequestID: "req_" + id, Data: configdb.JSON(`{}`)}
 		return row, ev
@@ -45,7 +54,7 @@ func TestCreatePlanRunsAgainAfterALostStatementAndFindsItsPlan(t *testing.T) {
 	for _, c := range []struct {
 		id     string
 		before bool
-	}{{"cfgp_before", true}, {"cfgp_after", false}} {
+	}{{"cfgp_before", true}, {"cfgp_after", false}, {"cfgp_large_before", true}, {"cfgp_large_after", false}} {
 		db, proxy := through()
 		// The cut is armed on the plan's id, which only the statement's
 		// parameters carry: pgx sends them apart from its text, which it
@@ -63,6 +72,9 @@ func TestCreatePlanRunsAgainAfterALostStatementAndFindsItsPlan(t *testing.T) {
 		}
 		if n := count("SELECT count(*) FROM plan_events WHERE plan_id = ?", c.id); n != 1 {
 			t.Errorf("%s: %d events, want 1", c.id, n)
+		}
+		if n, want := count("SELECT octet_length(changes::text) FROM config_plans WHERE id = ?", c.id), int64(len(row.Changes)); n != want {
+			t.Errorf("%s: changes of %d bytes stored, want %d", c.id, n, want)
 		}
 	}
 	db, _ := through()

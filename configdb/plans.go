@@ -176,7 +176,41 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 	}
 	events, evArgs := eventFrom("p", tx.Now, ev)
 	tx.announce(ev)
-	return rows(tx.q(ctx).Exec("WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)...))
+	stmt, args := "WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)
+	if _, inTx := tx.g.Statement.ConnPool.(*sql.Tx); inTx || len(row.Changes) <= largeParameter {
+		return rows(tx.q(ctx).Exec(stmt, args...))
+	}
+	// A large plan on the pool: its statement and the release of its
+	// parameters run on one connection.
+	err = tx.q(ctx).Connection(func(c *gorm.DB) error {
+		stored, err = rows(c.Exec(stmt, args...))
+		releaseParameters(ctx, c, len(args))
+		return err
+	})
+	return stored, err
+}
+
+// largeParameter is the size of a statement's parameter past which the
+// statement is followed by releaseParameters.
+const largeParameter = 1 << 20
+
+// releaseParameters runs, on c's connection, a statement of n small
+// parameters, after one of n parameters of which one was large. pgx
+// encodes a statement's parameters into one buffer and keeps, after the
+// statement, the slices of it in an array of its connection
+// (ExtendedQueryBuilder.reset shortens ParamValues to 0 but keeps its
+// elements when it has at most 64), so the whole buffer stays reachable
+// until the connection's next statement overwrites every slot: a plan's
+// changes, up to 10 MiB, stayed held by a connection idle in the pool, in
+// the live heap of the requests after it (issue 34, P5: the next apply's).
+// A failure leaves the buffer held, nothing else: it is not reported.
+func releaseParameters(ctx context.Context, c *gorm.DB, n int) {
+	cols := strings.Repeat("?::int, ", n)
+	ones := make([]any, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	_ = c.WithContext(context.WithoutCancel(ctx)).Exec("SELECT "+cols[:len(cols)-2], ones...).Error
 }
 
 func errPlanIDTaken(row *PlanRow) error {

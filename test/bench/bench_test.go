@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -152,11 +153,11 @@ gc 7 @1.204s 1%: 0.023+2.1+0.004 ms clock, 0.047+0.3/1.0/0+0.008 ms cpu, 40->44-
 gc 8 @1.900s 1%: 0.020+3.0+0.005 ms clock, 0.040+0.2/1.1/0+0.010 ms cpu, 52->60->38 MB, 55 MB goal, 0 MB stacks, 0 MB globals, 2 P
 gc 9 @2.500s 1%: 0.020+3.0+0.005 ms clock, 0.040+0.2/1.1/0+0.010 ms cpu, 70->71->30 MB, 77 MB goal, 0 MB stacks, 0 MB globals, 2 P (forced)
 `
-	want := gcSummary{Collections: 3, MaxLiveMB: 38, MaxHeapMB: 71, MaxGoalMB: 77}
-	if got := parseGCTrace(log); got != want {
+	want := gcSummary{Collections: 3, MaxLiveMB: 38, MaxHeapMB: 71, MaxGoalMB: 77, LiveMB: []int{21, 38, 30}}
+	if got := parseGCTrace(log); !reflect.DeepEqual(got, want) {
 		t.Errorf("parseGCTrace = %+v, want %+v", got, want)
 	}
-	if got := parseGCTrace(`{"msg":"no collection"}`); got != (gcSummary{}) {
+	if got := parseGCTrace(`{"msg":"no collection"}`); !reflect.DeepEqual(got, gcSummary{}) {
 		t.Errorf("no gctrace line: %+v", got)
 	}
 }

@@ -17,10 +17,13 @@ type gcSummary struct {
 	MaxLiveMB   int `json:"max_live_mb"`
 	MaxHeapMB   int `json:"max_heap_mb"`
 	MaxGoalMB   int `json:"max_goal_mb"`
+	// LiveMB is the heap marked live by each collection, in order: where
+	// in a phase its largest live heap fell.
+	LiveMB []int `json:"live_mb"`
 }
 
 func (g gcSummary) String() string {
-	return fmt.Sprintf("%d collections, live ≤ %d MB, heap ≤ %d MB, goal ≤ %d MB", g.Collections, g.MaxLiveMB, g.MaxHeapMB, g.MaxGoalMB)
+	return fmt.Sprintf("%d collections, live ≤ %d MB %v, heap ≤ %d MB, goal ≤ %d MB", g.Collections, g.MaxLiveMB, g.LiveMB, g.MaxHeapMB, g.MaxGoalMB)
 }
 
 // gctraceLine is "gc N @… …, A->B->C MB, D MB goal, …": A the heap at the
@@ -37,6 +40,7 @@ func parseGCTrace(text string) gcSummary {
 		g.Collections++
 		g.MaxHeapMB = max(g.MaxHeapMB, n[0], n[1])
 		g.MaxLiveMB = max(g.MaxLiveMB, n[2])
+		g.LiveMB = append(g.LiveMB, n[2])
 		g.MaxGoalMB = max(g.MaxGoalMB, n[3])
 	}
 	return g

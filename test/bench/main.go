@@ -50,6 +50,7 @@ type options struct {
 	only       map[string]bool
 	profileDir string
 	profileFor time.Duration
+	p5HeapDir  string
 	keep       bool
 	tracing    bool
 	pgAdmin    string
@@ -78,6 +79,7 @@ func parseFlags(args []string) (options, error) {
 	only := fs.String("only", "", "comma-separated scenarios to run (P1,P2,P3,P5,P6,P7,P8,P11,P12,P13,P14; P1 also gives P4, P8 also P9 and P10)")
 	fs.StringVar(&o.profileDir, "profile", "", "directory: take a CPU profile of the server for each scenario that misses its target")
 	fs.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each CPU profile")
+	fs.StringVar(&o.p5HeapDir, "p5-heap", "", "directory: write the heap profiles of P5's fresh server after its plan creation and after its apply (P5.heap.plan.pprof, P5.heap.apply.pprof; in use as of each phase's last collection)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark's database (for inspection)")
 	fs.BoolVar(&o.tracing, "tracing", true, "run P1 and P2 once more against a keenauthd exporting every span to a local OTLP/HTTP receiver (rows P1T, P2T)")
 	fs.StringVar(&o.pgAdmin, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL URL used to create and drop the benchmark's database")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -412,6 +413,9 @@ func (b *bench) p5(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := b.p5Heap(ctx, fresh, "plan"); err != nil {
+		return err
+	}
 	gcApply := fresh.logSize()
 	if resetErr == nil {
 		resetErr = fresh.resetPeakRSS()
@@ -422,6 +426,9 @@ func (b *bench) p5(ctx context.Context) error {
 	}
 	peakApply, err := fresh.procStatus("VmHWM")
 	if err != nil {
+		return err
+	}
+	if err := b.p5Heap(ctx, fresh, "apply"); err != nil {
 		return err
 	}
 	gcEnd := fresh.logSize()
@@ -449,6 +456,25 @@ func (b *bench) p5(ctx context.Context) error {
 		Figure: mib(peak), Unit: "MiB", Bound: mib(planBytes), BoundOf: "(plan size)", Ratio: float64(peak) / float64(planBytes),
 		Target: "≤ 128 MiB", Checked: true, Pass: peak <= 128<<20, Details: details})
 	return nil
+}
+
+// p5Heap writes, with -p5-heap, the fresh server's heap profile after a
+// phase: what was in use at the phase's last collection, which is what
+// its heap goal doubled. It runs after the peak was read.
+func (b *bench) p5Heap(ctx context.Context, s *server, phase string) error {
+	if b.o.p5HeapDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(b.o.p5HeapDir, 0o755); err != nil {
+		return err
+	}
+	if err := s.fetchProfile(ctx, "/debug/pprof/heap", filepath.Join(b.o.p5HeapDir, "P5.heap."+phase+".pprof")); err != nil {
+		return err
+	}
+	// The text form ends with the runtime's MemStats: the heap mapped
+	// (HeapSys), returned to the system (HeapReleased) and the rest of
+	// Sys, which the RSS is made of.
+	return s.fetchProfile(ctx, "/debug/pprof/heap?debug=1", filepath.Join(b.o.p5HeapDir, "P5.heap."+phase+".txt"))
 }
 
 // bigSpec is an api spec of about 9.6 KiB: 40 scopes of 200-character
