@@ -2,6 +2,8 @@ package configdb
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm/clause"
@@ -74,4 +76,91 @@ func (r Reader) Approvals(ctx context.Context, envID string, ids []string) (map[
 		out[a.PlanID] = append(out[a.PlanID], a)
 	}
 	return out, nil
+}
+
+// ReviewedPlan is a stored plan with what its review needs (§17): its
+// approvals, oldest first, and the policies of its environment (nil: none).
+type ReviewedPlan struct {
+	Plan      *PlanRow
+	Approvals []ApprovalRow
+	Policies  JSON
+}
+
+// LoadReviewedPlan reads the plan k, its approvals and its environment's
+// policies (ErrNotFound when there is no such plan). On PostgreSQL it is
+// one statement, where LoadPlan, Approvals and LoadPolicies are three
+// round trips: the approvals come as one json value of the plan's row.
+func (r Reader) LoadReviewedPlan(ctx context.Context, k PlanKey) (ReviewedPlan, error) {
+	if r.sqlite {
+		return r.loadReviewedPlanEach(ctx, k)
+	}
+	var row struct {
+		PlanRow         `gorm:"embedded"`
+		ReviewPolicies  JSON
+		ReviewApprovals JSON
+	}
+	found := false
+	err := scanRawFound(r.q(ctx).Raw(`SELECT cp.*, (SELECT policies FROM environment_policies WHERE environment_id = cp.environment_id) AS review_policies,
+			`+approvalsJSON("cp.environment_id", "cp.id")+` AS review_approvals
+		FROM config_plans cp WHERE cp.environment_id = ? AND cp.id = ?`, k.EnvironmentID, k.ID), &row, &found)
+	if err != nil {
+		return ReviewedPlan{}, interpretError(err)
+	}
+	if !found {
+		return ReviewedPlan{}, ErrNotFound
+	}
+	approvals, err := approvalRows(k, row.ReviewApprovals)
+	if err != nil {
+		return ReviewedPlan{}, err
+	}
+	return ReviewedPlan{Plan: &row.PlanRow, Approvals: approvals, Policies: row.ReviewPolicies}, nil
+}
+
+// approvalsJSON is a scalar subquery of the approvals of the plan env, id
+// (SQL expressions), oldest first as Approvals reads them: one json array,
+// or NULL when there are none (PostgreSQL).
+func approvalsJSON(env, id string) string {
+	return `(SELECT json_agg(json_build_object('api_key_id', a.api_key_id, 'owner', a.owner, 'approved_at', a.approved_at, 'comment', a.comment)
+			ORDER BY a.approved_at, a.api_key_id)
+		FROM plan_approvals a WHERE a.environment_id = ` + env + ` AND a.plan_id = ` + id + `)`
+}
+
+// approvalRows decodes the approvals of the plan k read by approvalsJSON
+// (nil: none).
+func approvalRows(k PlanKey, raw JSON) ([]ApprovalRow, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var as []struct {
+		APIKeyID   string    `json:"api_key_id"`
+		Owner      *string   `json:"owner"`
+		ApprovedAt time.Time `json:"approved_at"`
+		Comment    *string   `json:"comment"`
+	}
+	if err := json.Unmarshal(raw, &as); err != nil {
+		return nil, fmt.Errorf("the approvals of plan %s: %w", k.ID, err)
+	}
+	out := make([]ApprovalRow, len(as))
+	for i, a := range as {
+		out[i] = ApprovalRow{EnvironmentID: k.EnvironmentID, PlanID: k.ID, APIKeyID: a.APIKeyID, Owner: a.Owner, ApprovedAt: a.ApprovedAt, Comment: a.Comment}
+	}
+	return out, nil
+}
+
+// loadReviewedPlanEach is LoadReviewedPlan one statement at a time, for
+// SQLite.
+func (r Reader) loadReviewedPlanEach(ctx context.Context, k PlanKey) (ReviewedPlan, error) {
+	row, err := r.LoadPlan(ctx, k)
+	if err != nil {
+		return ReviewedPlan{}, err
+	}
+	approvals, err := r.Approvals(ctx, k.EnvironmentID, []string{k.ID})
+	if err != nil {
+		return ReviewedPlan{}, err
+	}
+	policies, err := r.LoadPolicies(ctx, k.EnvironmentID)
+	if err != nil {
+		return ReviewedPlan{}, err
+	}
+	return ReviewedPlan{Plan: row, Approvals: approvals[k.ID], Policies: policies}, nil
 }

@@ -274,12 +274,19 @@ func rows(res *gorm.DB) (bool, error) {
 // an apply's record statement carries the whole plan's specs (it was a
 // sixth of an apply's CPU). Every Raw query of the package is scanned so.
 func scanRaw(q *gorm.DB, dest any) error {
+	var found bool
+	return scanRawFound(q, dest, &found)
+}
+
+// scanRawFound is scanRaw for a query of at most one row, telling whether
+// there was one (found).
+func scanRawFound(q *gorm.DB, dest any, found *bool) error {
 	rows, err := q.Rows()
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	if rows.Next() {
+	if *found = rows.Next(); *found {
 		if err := q.ScanRows(rows, dest); err != nil {
 			return err
 		}

@@ -72,6 +72,9 @@ type Head struct {
 	// whether that plan can be claimed (see ClaimPlan): it is then locked
 	// until the transaction ends.
 	Claimable bool
+	// Approvals are, when LockForApply was given a plan to review, that
+	// plan's approvals, oldest first (as Approvals reads them).
+	Approvals []ApprovalRow
 }
 
 // LockForApply locks the environment as LockEnvironment does and reads the
@@ -95,11 +98,15 @@ type Head struct {
 // fingerprint, which ApplyingWithKey tests. Every apply takes the two locks
 // in that order, and nothing that holds an environment's lock waits for
 // another plan's row, so the order cannot deadlock.
-func (tx *Tx) LockForApply(ctx context.Context, envID string, kinds []string, sel Selection, claim *Claim) (Head, []Resource, error) {
+//
+// With review, it also reads the approvals of that plan (Head.Approvals),
+// in the same statement on PostgreSQL: the transaction's snapshot, as a
+// read after the statement would see it.
+func (tx *Tx) LockForApply(ctx context.Context, envID string, kinds []string, sel Selection, claim *Claim, review *PlanKey) (Head, []Resource, error) {
 	if claim != nil && tx.sqlite {
 		return Head{}, nil, errors.New("an apply's transaction claims its plan on PostgreSQL only")
 	}
-	return tx.readHead(ctx, envID, kinds, sel, true, claim)
+	return tx.readHead(ctx, envID, kinds, sel, true, claim, review)
 }
 
 // Claim is the plan that an apply's transaction claims (LockForApply),
@@ -126,15 +133,15 @@ const applyKeyLock = "keenauth apply "
 // the policies and the resources sel names that planning needs, on
 // PostgreSQL in one statement.
 func (tx *Tx) PlanHead(ctx context.Context, envID string, kinds []string, sel Selection) (Head, []Resource, error) {
-	return tx.readHead(ctx, envID, kinds, sel, false, nil)
+	return tx.readHead(ctx, envID, kinds, sel, false, nil, nil)
 }
 
 // readHead is LockForApply (forApply) or PlanHead. The head is a row of
 // its own beside the resources' rows (a full join on false), so that its
 // values are not repeated on every resource.
-func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Selection, forApply bool, claim *Claim) (Head, []Resource, error) {
+func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Selection, forApply bool, claim *Claim, review *PlanKey) (Head, []Resource, error) {
 	if tx.sqlite {
-		return tx.readHeadEach(ctx, envID, kinds, sel, forApply)
+		return tx.readHeadEach(ctx, envID, kinds, sel, forApply, review)
 	}
 	if kinds == nil {
 		kinds = []string{} // a JSON array, not null
@@ -143,7 +150,7 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 	if err != nil {
 		return Head{}, nil, err
 	}
-	sql, args := tx.headQuery(envID, kinds, forApply, claim)
+	sql, args := tx.headQuery(envID, kinds, forApply, claim, review)
 	if len(qs) > 0 {
 		sql += ` SELECT h.*, r.* FROM (` + qs[0].sql + `) AS r FULL JOIN h ON false`
 		args = append(args, qs[0].args...)
@@ -159,6 +166,7 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 		Policies        JSON
 		EnvironmentName *string
 		Material        JSON
+		Approvals       JSON
 		Resource        `gorm:"embedded"`
 	}
 	if err := scanRaw(tx.q(ctx).Raw(sql, args...), &rows); err != nil {
@@ -188,6 +196,11 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 	if row.EnvironmentName != nil {
 		h.EnvironmentName = *row.EnvironmentName
 	}
+	if review != nil {
+		if h.Approvals, err = approvalRows(*review, row.Approvals); err != nil {
+			return Head{}, nil, err
+		}
+	}
 	if row.Generations != nil {
 		if err := json.Unmarshal(row.Generations, &h.Generations); err != nil {
 			return Head{}, nil, err
@@ -206,13 +219,17 @@ func (tx *Tx) readHead(ctx context.Context, envID string, kinds []string, sel Se
 
 // headQuery is the WITH part of readHead's statement: the head's CTE h,
 // after the locks of an apply (l, and c for a claim) or with the confirmed
-// material of a plan.
-func (tx *Tx) headQuery(envID string, kinds []string, forApply bool, claim *Claim) (sql string, args []any) {
+// material of a plan; with review, also the approvals of that plan.
+func (tx *Tx) headQuery(envID string, kinds []string, forApply bool, claim *Claim, review *PlanKey) (sql string, args []any) {
 	sql = `h AS (SELECT true AS head, (SELECT jsonb_object_agg(kind, generation) FROM type_states
 				WHERE environment_id = ? AND kind IN (SELECT jsonb_array_elements_text(?::jsonb))) AS generations,
 			(SELECT policies FROM environment_policies WHERE environment_id = ?) AS policies,
 			(SELECT name FROM "environments" WHERE id = ? AND EXISTS (SELECT FROM environment_policies WHERE environment_id = ?)) AS environment_name`
 	args = []any{envID, mustRecords(kinds), envID, envID, envID}
+	if review != nil {
+		sql += `, ` + approvalsJSON("?", "?") + ` AS approvals`
+		args = append(args, review.EnvironmentID, review.ID)
+	}
 	if forApply {
 		lock, lockArgs := `WITH l AS (SELECT id FROM "environments" WHERE id = ? FOR NO KEY UPDATE), `, []any{envID}
 		claimed := "false"
@@ -236,7 +253,7 @@ func (tx *Tx) headQuery(envID string, kinds []string, forApply bool, claim *Clai
 }
 
 // readHeadEach is readHead one statement at a time, for SQLite.
-func (tx *Tx) readHeadEach(ctx context.Context, envID string, kinds []string, sel Selection, forApply bool) (head Head, resources []Resource, err error) {
+func (tx *Tx) readHeadEach(ctx context.Context, envID string, kinds []string, sel Selection, forApply bool, review *PlanKey) (head Head, resources []Resource, err error) {
 	if forApply {
 		if _, err := tx.LockEnvironment(ctx, envID); err != nil {
 			return Head{}, nil, err
@@ -260,6 +277,13 @@ func (tx *Tx) readHeadEach(ctx context.Context, envID string, kinds []string, se
 		if head.EnvironmentName, err = tx.EnvironmentName(ctx, envID); err != nil {
 			return Head{}, nil, err
 		}
+	}
+	if review != nil {
+		byPlan, err := tx.Approvals(ctx, review.EnvironmentID, []string{review.ID})
+		if err != nil {
+			return Head{}, nil, err
+		}
+		head.Approvals = byPlan[review.ID]
 	}
 	return head, resources, nil
 }

@@ -26,6 +26,9 @@ type applyState struct {
 	// approvals an approval rule that catches one asks for (§18).
 	ruleBlocks    []config.FieldError
 	ruleApprovals int
+	// approvals are the plan's, read with the locks (none when validating
+	// only).
+	approvals []Approval
 }
 
 // applyChecks are rows 13 to 17 of the apply's table (§6), in its order:

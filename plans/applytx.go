@@ -56,7 +56,14 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	if h.started != nil {
 		claim = &configdb.Claim{Plan: p.key(), Fingerprint: opt.IdempotencyFingerprint}
 	}
-	st, err := loadApplyState(ctx, tx, a.EnvironmentID, p, claim)
+	// The approvals are counted unless validating only: read with the
+	// locks, once the plan's row is locked.
+	var review *configdb.PlanKey
+	if !h.validateOnly() {
+		k := p.key()
+		review = &k
+	}
+	st, err := loadApplyState(ctx, tx, a.EnvironmentID, p, claim, review)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +77,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 		// rule_approval warnings ask (§18): a rule removed since planning
 		// does not lower it, as the early check (apply.go) already holds.
 		need := approvalsNeeded(p, st.policies, max(st.ruleApprovals, ruleApprovals(p.Warnings)))
-		if approvals, err = checkApprovals(ctx, tx, p, need); err != nil {
+		if approvals, err = checkApprovals(st.approvals, need); err != nil {
 			return nil, err
 		}
 	}
@@ -137,8 +144,9 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 // checks need. It locks the environment, reading the resources the plan
 // needs, the generations and the policies with the lock (LockForApply):
 // the applies of one environment never interleave (see LockEnvironment).
-// With claim, it also locks the plan, or answers errNotClaimable.
-func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan, claim *configdb.Claim) (*applyState, error) {
+// With claim, it also locks the plan, or answers errNotClaimable; with
+// review, it reads that plan's approvals.
+func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan, claim *configdb.Claim, review *configdb.PlanKey) (*applyState, error) {
 	n := newNeed()
 	post := &postState{specs: map[string]json.RawMessage{}}
 	for _, c := range p.Changes {
@@ -150,7 +158,7 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan,
 		n.resource(c.Kind, c.Key, c.Spec)
 		post.specs[resourceRef(c.Kind, c.Key)] = c.Spec
 	}
-	head, rows, err := tx.LockForApply(ctx, envID, kindStrings(append(slices.Clone(p.Types), p.ReferencingTypes...)), n.selection(), claim)
+	head, rows, err := tx.LockForApply(ctx, envID, kindStrings(append(slices.Clone(p.Types), p.ReferencingTypes...)), n.selection(), claim, review)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +167,7 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan,
 	}
 	cur := stateOf(rows, false)
 	post.cur = cur
-	st := &applyState{plan: p, cur: cur, post: post, tests: map[string]configdb.ConnectionTest{}}
+	st := &applyState{plan: p, cur: cur, post: post, tests: map[string]configdb.ConnectionTest{}, approvals: approvalsOf(head.Approvals)}
 	st.gens = kindGenerations(head.Generations)
 	for _, c := range p.Changes {
 		if r, activated := activatedConnection(c, cur); activated && r != nil {

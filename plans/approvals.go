@@ -140,10 +140,16 @@ func withReview(ctx context.Context, db *configdb.DB, envID string, ps ...*Plan)
 		return err
 	}
 	for _, p := range ps {
-		p.Approvals = approvalsOf(byPlan[p.ID])
-		p.ApprovalsRequired = approvalsRequired(p, pol)
+		setReview(p, byPlan[p.ID], pol)
 	}
 	return nil
+}
+
+// setReview sets the approvals and approvals_required of p, from its
+// approvals' rows and the policies in force.
+func setReview(p *Plan, approvals []configdb.ApprovalRow, pol config.Policies) {
+	p.Approvals = approvalsOf(approvals)
+	p.ApprovalsRequired = approvalsRequired(p, pol)
 }
 
 // errApprovalRequired is row 9a of the apply (§17).
@@ -154,16 +160,12 @@ func errApprovalRequired(required, received int) *config.Error {
 }
 
 // checkApprovals answers the apply's row between 9 and 10 (§17) in its
-// transaction, after the plan's row is locked (claimed, or locked by the
-// transaction's claim): approvals and reviews take the same lock, so none
-// is added while the apply counts. It returns the approvals counted. need
-// is what the policies and the rules in force now ask of p.
-func checkApprovals(ctx context.Context, tx *configdb.Tx, p *Plan, need int) ([]Approval, error) {
-	rows, err := tx.Approvals(ctx, p.EnvironmentID, []string{p.ID})
-	if err != nil {
-		return nil, err
-	}
-	as := approvalsOf(rows[p.ID])
+// transaction, from the approvals read after the plan's row is locked
+// (claimed, or locked by the transaction's claim; LockForApply): approvals
+// and reviews take the same lock, so none is added while the apply counts.
+// It returns the approvals counted. need is what the policies and the
+// rules in force now ask of p.
+func checkApprovals(as []Approval, need int) ([]Approval, error) {
 	if got := approvalsReceived(as); got < need {
 		return nil, errApprovalRequired(need, got)
 	}

@@ -282,22 +282,30 @@ func (s *Service) GetPlan(ctx context.Context, a Actor, id string) (*Plan, error
 	return p, nil
 }
 
+// loadPlan reads the plan id of envID with its approvals and the
+// approvals it needs under the policies in force (on PostgreSQL one
+// statement: LoadReviewedPlan).
 func (s *Service) loadPlan(ctx context.Context, envID, id string) (*Plan, error) {
 	if !config.ValidID(config.PrefixPlan, id) {
 		return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config plan"}
 	}
-	r, err := s.db.LoadPlan(ctx, configdb.PlanKey{EnvironmentID: envID, ID: id})
+	r, err := s.db.LoadReviewedPlan(ctx, configdb.PlanKey{EnvironmentID: envID, ID: id})
 	if err != nil {
 		if isNotFound(err) {
 			return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config plan"}
 		}
 		return nil, err
 	}
-	p, err := s.planFromRow(r)
+	p, err := s.planFromRow(r.Plan)
 	if err != nil {
 		return nil, err
 	}
-	return p, withReview(ctx, s.db, envID, p)
+	pol, err := policiesOf(r.Policies)
+	if err != nil {
+		return nil, err
+	}
+	setReview(p, r.Approvals, pol)
+	return p, nil
 }
 
 func readPerms(kinds []config.Kind, extra ...string) []string {
