@@ -21,25 +21,7 @@ import (
 //	go test -run XXX -bench BenchmarkRevisionDiff -benchmem ./test/api/
 func BenchmarkRevisionDiff(b *testing.B) {
 	e := apitest.Setup(b, apitest.Options{})
-	const n = 1000
-	apis := func(variant int) map[string]any {
-		m := map[string]any{}
-		for i := range n {
-			key := fmt.Sprintf("r-%05d", i)
-			scopes := make([]any, 4)
-			for j := range scopes {
-				desc := fmt.Sprintf("Scope %d of %s, variant %d. ", j, key, variant)
-				if j > 0 {
-					desc = fmt.Sprintf("Scope %d of %s. ", j, key)
-				}
-				desc += strings.Repeat("It lets a client read the catalogue entries that belong to its tenant. ", 2)
-				scopes[j] = map[string]any{"value": fmt.Sprintf("items-%02d:read", j), "description": desc[:100]}
-			}
-			m[key] = map[string]any{"identifier": "https://api.bench.example/" + key, "display_name": "Bench API " + key,
-				"scopes": scopes, "token_lifetime_seconds": 3600}
-		}
-		return map[string]any{"apis": m}
-	}
+	apis := func(variant int) map[string]any { return benchAPIs(1000, variant) }
 	e.Apply(e.Plan(apis(0), false)["id"].(string), nil)
 	rev, _ := e.Apply(e.Plan(apis(1), false)["id"].(string), nil)["revision_id"].(string)
 	if rev == "" {
@@ -97,4 +79,25 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchAPIs is a document of n apis of ~600 bytes (P1's specs: four scopes
+// with descriptions), whose first scope's description names variant.
+func benchAPIs(n, variant int) map[string]any {
+	m := map[string]any{}
+	for i := range n {
+		key := fmt.Sprintf("r-%05d", i)
+		scopes := make([]any, 4)
+		for j := range scopes {
+			desc := fmt.Sprintf("Scope %d of %s, variant %d. ", j, key, variant)
+			if j > 0 {
+				desc = fmt.Sprintf("Scope %d of %s. ", j, key)
+			}
+			desc += strings.Repeat("It lets a client read the catalogue entries that belong to its tenant. ", 2)
+			scopes[j] = map[string]any{"value": fmt.Sprintf("items-%02d:read", j), "description": desc[:100]}
+		}
+		m[key] = map[string]any{"identifier": "https://api.bench.example/" + key, "display_name": "Bench API " + key,
+			"scopes": scopes, "token_lifetime_seconds": 3600}
+	}
+	return map[string]any{"apis": m}
 }
