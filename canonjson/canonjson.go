@@ -36,8 +36,25 @@ func IsCanonical(b []byte) bool {
 // not one JSON value, or nests deeper than Append reads: encoding/json
 // decides those.
 func Append(dst, b []byte) (_ []byte, ok bool) {
-	w := writer{src: b, out: dst}
+	var a Appender
+	return a.Append(dst, b)
+}
+
+// An Appender appends canonical forms as Append does, keeping its scratch
+// space (the members of an object, the copy of an object written again
+// sorted) from one value to the next: many values, such as the specs of a
+// whole kind, are made canonical without allocating for each. Its zero
+// value is ready; it is not safe for concurrent use.
+type Appender struct {
+	members []member
+	scratch []byte
+}
+
+// Append is Append, with a's scratch space.
+func (a *Appender) Append(dst, b []byte) (_ []byte, ok bool) {
+	w := writer{src: b, out: dst, members: a.members[:0], scratch: a.scratch[:0]}
 	i, ok := w.value(skipSpace(b, 0), 0)
+	a.members, a.scratch = w.members[:0], w.scratch[:0]
 	if !ok || skipSpace(b, i) != len(b) {
 		return dst, false
 	}

@@ -84,6 +84,32 @@ func TestAppendAndIsCanonicalAgreeWithEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestAppenderReusedIsAppend: one Appender making many values canonical,
+// one after the other (malformed ones and objects written again sorted
+// among them), appends what Append appends for each.
+func TestAppenderReusedIsAppend(t *testing.T) {
+	t.Parallel()
+	var a Appender
+	var all, want []byte
+	rng := rand.New(rand.NewPCG(3, 4))
+	inputs := [][]byte{}
+	for _, s := range seeds {
+		inputs = append(inputs, []byte(s))
+	}
+	for range 3000 {
+		b, _ := json.Marshal(genValue(rng, 0))
+		inputs = append(inputs, shuffleMembers(rng, b), b[:rng.IntN(len(b)+1)])
+	}
+	for _, in := range inputs {
+		var ok, refOK bool
+		all, ok = a.Append(all, in)
+		want, refOK = Append(want, in)
+		if ok != refOK || !bytes.Equal(all, want) {
+			t.Fatalf("Appender.Append(%q): ok %v and %d bytes in all, Append: ok %v and %d bytes", in, ok, len(all), refOK, len(want))
+		}
+	}
+}
+
 func TestAppendStringAgreesWithEncodingJSON(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "plain", "<a href=\"x\">&amp;</a>", "tab\tnl\ncr\r\x00\x1f\x7f", "é\u2028\u2029\xff\xfe", "\\/"} {

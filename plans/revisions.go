@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 
 	"github.com/keenauth/configplans/canonjson"
@@ -108,30 +109,23 @@ func (s *Revisions) DiffRevision(ctx context.Context, a Actor, id string) (*Revi
 	}
 	slices.Sort(kinds)
 	now := state{}
-	now.add(wholeRows, false) // made canonical below, like the others
+	now.add(wholeRows, false) // canonical already (readForDiff)
 	if len(keys)+len(kinds) > 0 {
 		rows, err := s.db.LoadSpecs(ctx, a.EnvironmentID, kinds, keys)
 		if err != nil {
 			return nil, err
 		}
-		now.add(rows, false) // made canonical below, by a scan
-	}
-	// Today's specs are made canonical into one buffer, of which each is a
-	// slice (canonical JSON is no longer than jsonb's, which spaces it),
-	// and their versions are one slice: not an allocation for each.
-	size := 0
-	for _, byKey := range now {
-		for _, r := range byKey {
-			size += len(r.Spec)
+		if err := canonicalSpecs(rows); err != nil {
+			return nil, err
 		}
+		now.add(rows, false)
 	}
-	arena := make([]byte, 0, size)
 	versions := make([]int, len(rev.Resources))
 	out := &RevisionDiff{Object: "config_revision_diff", RevisionID: rev.ID, Resources: make([]RevisionDiffResource, 0, len(rev.Resources))}
 	for i, r := range rev.Resources {
 		// A revision's specs are canonical as revisions.Get reads them
-		// (it makes those of older rows so); the current ones come in
-		// jsonb's form on PostgreSQL.
+		// (it makes those of older rows so); today's were made so by
+		// canonicalSpecs (nil for none).
 		d := RevisionDiffResource{Kind: r.Kind, Key: r.Key, VersionBefore: r.VersionBefore}
 		if len(r.SpecBefore) > 0 && string(r.SpecBefore) != "null" {
 			d.SpecBefore = r.SpecBefore
@@ -139,9 +133,7 @@ func (s *Revisions) DiffRevision(ctx context.Context, a Actor, id string) (*Revi
 		if cur := now.get(config.Kind(r.Kind), r.Key); cur != nil {
 			versions[i] = cur.Version
 			d.VersionNow = &versions[i]
-			if arena, d.SpecNow, err = revisionSpec(arena, cur.Spec); err != nil {
-				return nil, err
-			}
+			d.SpecNow = json.RawMessage(cur.Spec)
 		}
 		d.Diff = config.DiffCanonical(d.SpecNow, d.SpecBefore)
 		out.Resources = append(out.Resources, d)
@@ -154,6 +146,12 @@ func (s *Revisions) DiffRevision(ctx context.Context, a Actor, id string) (*Revi
 // canonical already; bytes that are not JSON are an error, as they were
 // when the answer was encoded by encoding/json.
 func revisionSpec(arena, raw []byte) (_ []byte, spec json.RawMessage, _ error) {
+	var canon canonjson.Appender
+	return appendRevisionSpec(&canon, arena, raw)
+}
+
+// appendRevisionSpec is revisionSpec with canon's scratch space.
+func appendRevisionSpec(canon *canonjson.Appender, arena, raw []byte) (_ []byte, spec json.RawMessage, _ error) {
 	switch {
 	case canonjson.IsCanonical(raw):
 		spec = raw[:len(raw):len(raw)]
@@ -161,7 +159,7 @@ func revisionSpec(arena, raw []byte) (_ []byte, spec json.RawMessage, _ error) {
 		return arena, nil, nil
 	default:
 		start := len(arena)
-		out, ok := canonjson.Append(arena, raw)
+		out, ok := canon.Append(arena, raw)
 		if !ok {
 			// Nested too deep for the scan, or not JSON.
 			if spec, ok = config.CanonicalForDiff(raw); !ok {
@@ -181,19 +179,8 @@ func revisionSpec(arena, raw []byte) (_ []byte, spec json.RawMessage, _ error) {
 // it, without HTML escaping, with the specs and the operations' values
 // copied as they are (canonical already: see DiffRevision).
 func (d *RevisionDiff) AppendJSON(b []byte) []byte {
-	size := 100
-	for _, r := range d.Resources {
-		size += 120 + len(r.Kind) + len(r.Key) + len(r.SpecBefore) + len(r.SpecNow)
-		for _, op := range r.Diff {
-			size += 40 + len(op.Path) + len(op.Old) + len(op.Value)
-		}
-	}
-	b = slices.Grow(b, size)
-	b = append(b, `{"object":`...)
-	b = canonjson.AppendString(b, d.Object)
-	b = append(b, `,"revision_id":`...)
-	b = canonjson.AppendString(b, d.RevisionID)
-	b = append(b, `,"resources":`...)
+	b = slices.Grow(b, d.AnswerSizeHint())
+	b = d.appendHead(b)
 	if d.Resources == nil {
 		b = append(b, "null"...)
 	} else {
@@ -207,6 +194,57 @@ func (d *RevisionDiff) AppendJSON(b []byte) []byte {
 		b = append(b, ']')
 	}
 	return append(b, '}')
+}
+
+// WriteJSON writes what AppendJSON appends to w, a resource at a time, in
+// buffers of about 64 KiB: the diff of a large revision (twice its specs
+// and their diffs) is answered without a copy of it all.
+func (d *RevisionDiff) WriteJSON(w io.Writer) error {
+	const flushAt = 64 << 10
+	b := d.appendHead(make([]byte, 0, flushAt+4<<10))
+	if d.Resources == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range d.Resources {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = d.Resources[i].appendJSON(b)
+			if len(b) >= flushAt {
+				if _, err := w.Write(b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
+		}
+		b = append(b, ']')
+	}
+	_, err := w.Write(append(b, '}'))
+	return err
+}
+
+// AnswerSizeHint is about the size of the diff's JSON: what service
+// streams rather than holds (WriteJSON) is decided by it.
+func (d *RevisionDiff) AnswerSizeHint() int {
+	size := 100
+	for _, r := range d.Resources {
+		size += 120 + len(r.Kind) + len(r.Key) + len(r.SpecBefore) + len(r.SpecNow)
+		for _, op := range r.Diff {
+			size += 40 + len(op.Path) + len(op.Old) + len(op.Value)
+		}
+	}
+	return size
+}
+
+// appendHead appends the diff's members before its resources' value, up
+// to and with `"resources":`.
+func (d *RevisionDiff) appendHead(b []byte) []byte {
+	b = append(b, `{"object":`...)
+	b = canonjson.AppendString(b, d.Object)
+	b = append(b, `,"revision_id":`...)
+	b = canonjson.AppendString(b, d.RevisionID)
+	return append(b, `,"resources":`...)
 }
 
 func (r *RevisionDiffResource) appendJSON(b []byte) []byte {

@@ -85,6 +85,35 @@ func TestRevisionDiffAppendJSONIsTheEncodingJSONAnswer(t *testing.T) {
 	if got := empty.AppendJSON(nil); !bytes.Equal(got, want) {
 		t.Errorf("AppendJSON of no resources = %s, encoding/json %s", got, want)
 	}
+	// Streamed, the answer is the same bytes: for no resources, for these,
+	// and for many more than one buffer of WriteJSON holds.
+	many := &RevisionDiff{Object: d.Object, RevisionID: d.RevisionID}
+	for range 40 {
+		many.Resources = append(many.Resources, d.Resources...)
+	}
+	for _, x := range []*RevisionDiff{empty, {Object: "config_revision_diff", RevisionID: "cfgr_2", Resources: []RevisionDiffResource{}}, d, many} {
+		var w writes
+		if err := x.WriteJSON(&w); err != nil {
+			t.Fatal(err)
+		}
+		if want := x.AppendJSON(nil); !bytes.Equal(w.Bytes(), want) {
+			t.Errorf("WriteJSON of %d resources wrote %d bytes unlike AppendJSON's %d", len(x.Resources), w.Len(), len(want))
+		}
+		if len(x.Resources) == len(many.Resources) && w.n < 2 {
+			t.Errorf("WriteJSON of %d bytes wrote them in %d pieces, want several", w.Len(), w.n)
+		}
+	}
+}
+
+// writes is a buffer that counts the writes to it.
+type writes struct {
+	bytes.Buffer
+	n int
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.n++
+	return w.Buffer.Write(p)
 }
 
 // TestAppendDiffOpIsMarshalJSON: every shape of operation appends the JSON

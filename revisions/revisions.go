@@ -176,9 +176,10 @@ func decodeResources(b []byte) (_ []Resource, ok bool) {
 	if p.take("]") {
 		return out, p.i == len(b)
 	}
+	var kind, action string // the last ones read: they repeat
 	for {
 		var r Resource
-		if !p.take(`{"kind":`) || !p.str(&r.Kind) || !p.take(`,"key":`) || !p.str(&r.Key) || !p.take(`,"action":`) || !p.str(&r.Action) ||
+		if !p.take(`{"kind":`) || !p.strLike(&r.Kind, kind) || !p.take(`,"key":`) || !p.str(&r.Key) || !p.take(`,"action":`) || !p.strLike(&r.Action, action) ||
 			!p.take(`,"version_before":`) || !p.intOrNull(&r.VersionBefore) || !p.take(`,"spec_before":`) || !p.spec(&r.SpecBefore) {
 			return nil, false
 		}
@@ -188,6 +189,7 @@ func decodeResources(b []byte) (_ []Resource, ok bool) {
 		if !p.take("}") {
 			return nil, false
 		}
+		kind, action = r.Kind, r.Action
 		out = append(out, r)
 		if p.take("]") {
 			return out, p.i == len(b)
@@ -202,6 +204,9 @@ func decodeResources(b []byte) (_ []Resource, ok bool) {
 type reader struct {
 	b []byte
 	i int
+	// ints holds the versions read, so that they are not an allocation
+	// each: a chunk of them at a time.
+	ints []int
 }
 
 func (p *reader) take(s string) bool {
@@ -230,6 +235,19 @@ func (p *reader) str(out *string) bool {
 	return true
 }
 
+// strLike is str, giving like itself when the string is like: a
+// revision's kinds and actions repeat from one resource to the next.
+func (p *reader) strLike(out *string, like string) bool {
+	b := p.b
+	if p.i < len(b) && b[p.i] == '"' && like != "" {
+		if end, plain, ok := canonjson.ScanString(b, p.i); ok && plain && string(b[p.i+1:end-1]) == like {
+			*out, p.i = like, end
+			return true
+		}
+	}
+	return p.str(out)
+}
+
 func (p *reader) intOrNull(out **int) bool {
 	if p.take("null") {
 		return true
@@ -242,7 +260,11 @@ func (p *reader) intOrNull(out **int) bool {
 	if err != nil {
 		return false
 	}
-	p.i, *out = j, &v
+	if len(p.ints) == cap(p.ints) {
+		p.ints = make([]int, 0, 64)
+	}
+	p.ints = append(p.ints, v)
+	p.i, *out = j, &p.ints[len(p.ints)-1]
 	return true
 }
 

@@ -2,6 +2,7 @@ package revisions
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,5 +70,38 @@ func TestDecodeResourcesReadsWhatEncodeWrote(t *testing.T) {
 		if _, ok := decodeResources([]byte(bad)); ok {
 			t.Errorf("decodeResources(%s) read it", bad)
 		}
+	}
+}
+
+// TestDecodeResourcesOfManyKeepsEachVersionAndName: the versions read (in
+// chunks, more than one here) stay each its own, and kinds and actions that
+// repeat, escaped or not, or change, read as written.
+func TestDecodeResourcesOfManyKeepsEachVersionAndName(t *testing.T) {
+	t.Parallel()
+	var in []Resource
+	for i := range 300 {
+		v := i * 3
+		r := Resource{Kind: "api", Key: fmt.Sprintf("k-%d", i), Action: "update", VersionBefore: &v, SpecBefore: json.RawMessage(`{"n":1}`)}
+		switch i % 7 {
+		case 1, 2:
+			r.Kind, r.Action = "role \"x\" \u2028", "delete"
+		case 3:
+			r.Kind, r.Action, r.VersionBefore, r.SpecBefore = "apis", "create", nil, json.RawMessage("null")
+		case 4:
+			r.Kind = "ap"
+		}
+		in = append(in, r)
+	}
+	enc, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := decodeResources(enc)
+	if !ok || !reflect.DeepEqual(got, in) {
+		t.Fatalf("decodeResources of %d resources: ok %v, not what Encode wrote", len(in), ok)
+	}
+	*got[0].VersionBefore = -1
+	if *got[1].VersionBefore != 3 || *got[299].VersionBefore != 897 {
+		t.Errorf("the versions share their storage: %d, %d", *got[1].VersionBefore, *got[299].VersionBefore)
 	}
 }

@@ -285,7 +285,11 @@ func (s *Server) getRevision(c *gin.Context) {
 // nothing and takes no rate limit.
 func (s *Server) diffRevision(c *gin.Context) {
 	d, err := s.d.Revisions.DiffRevision(c.Request.Context(), actor(c), c.Param("id"))
-	s.answer(c, d, err)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.write(c, revisionDiffResponse(d))
 }
 
 func (s *Server) listRevisions(c *gin.Context) {

@@ -135,6 +135,16 @@ func planResponse(status int, p *plans.Plan) response {
 	return response{status: status, header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}, stream: p}
 }
 
+// revisionDiffResponse answers a revision diff: held when it is small,
+// streamed when it is large (a diff holds every spec of the revision twice,
+// with their diffs).
+func revisionDiffResponse(d *plans.RevisionDiff) response {
+	if d == nil || d.AnswerSizeHint() < streamAbove {
+		return jsonResponse(http.StatusOK, d)
+	}
+	return response{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}, stream: d}
+}
+
 // held makes r's body bytes (for the idempotency store), encoding a
 // streamed answer whole.
 func (r *response) held() {

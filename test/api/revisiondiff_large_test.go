@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -91,5 +94,60 @@ func TestRevisionDiffOfALargeRevisionOfOneType(t *testing.T) {
 	assertProblem(t, r, 403, "insufficient_permissions", nil)
 	if r := k.e.Do(apitest.Request{Method: "GET", Path: "/v1/config-revisions/" + updated + "/diff", Secret: k.e.Key("config:read", "apis:read")}); r.Status != http.StatusOK {
 		t.Errorf("with the permissions of the revision: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestRevisionDiffOverOneMiBIsStreamedWhole: a diff answer over 1 MiB is
+// sent as it is written (chunked, without a Content-Length) over a real
+// connection, and is the whole answer: every resource in the revision's
+// order with its specs before and now and the one replace between them.
+func TestRevisionDiffOverOneMiBIsStreamedWhole(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	const n = 1000
+	e.Apply(e.Plan(benchAPIs(n, 0), false)["id"].(string), nil)
+	before, _ := e.Export()
+	rev := e.Apply(e.Plan(benchAPIs(n, 1), false)["id"].(string), nil)["revision_id"].(string)
+	now, _ := e.Export()
+	srv := httptest.NewServer(e.Handler)
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/config-revisions/"+rev+"/diff", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.Secret)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET the diff: %d %v %s", resp.StatusCode, err, body)
+	}
+	if len(body) <= 1<<20 || resp.ContentLength != -1 || len(resp.TransferEncoding) != 1 {
+		t.Fatalf("a diff of %d bytes: Content-Length %d, Transfer-Encoding %q; want over 1 MiB, streamed", len(body), resp.ContentLength, resp.TransferEncoding)
+	}
+	var got struct {
+		Object     string           `json:"object"`
+		RevisionID string           `json:"revision_id"`
+		Resources  []map[string]any `json:"resources"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("the streamed diff is not one JSON value: %v", err)
+	}
+	if got.Object != "config_revision_diff" || got.RevisionID != rev || len(got.Resources) != n {
+		t.Fatalf("diff %q of %q with %d resources, want config_revision_diff of %s with %d", got.Object, got.RevisionID, len(got.Resources), rev, n)
+	}
+	b, a := before["apis"].(map[string]any), now["apis"].(map[string]any)
+	for i, r := range got.Resources {
+		key := fmt.Sprintf("r-%05d", i)
+		old := a[key].(map[string]any)["scopes"].([]any)[0].(map[string]any)["description"]
+		value := b[key].(map[string]any)["scopes"].([]any)[0].(map[string]any)["description"]
+		want := map[string]any{"kind": "api", "key": key, "version_before": 1.0, "version_now": 2.0, "spec_before": b[key], "spec_now": a[key],
+			"diff": []any{map[string]any{"op": "replace", "path": "/scopes/0/description", "old": old, "value": value}}}
+		if d := cmp.Diff(want, r); d != "" {
+			t.Fatalf("resource %d (-want +got):\n%s", i, d)
+		}
 	}
 }
