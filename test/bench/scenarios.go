@@ -95,7 +95,7 @@ func (b *bench) p1(ctx context.Context) error {
 			Details: map[string]any{"changes": n, "apply_ms": msList(applies), "bound_ms": msList(bounds), "plan_ms": msList(plans),
 				"document_bytes": len(body)}}
 		if n == 1000 {
-			r.Target, r.Checked, r.Pass = "ratio ≤ 1.5", true, ratio <= 1.5
+			r.Target, r.Checked, r.Pass = "ratio ≤ 1.3", true, ratio <= 1.3
 		}
 		b.add(r)
 		if n == 1000 {
