@@ -43,6 +43,9 @@ func newEnv() (*cel.Env, error) {
 		// Specs are JSON, whose numbers decode as doubles or ints: 3600
 		// and 3600.0 compare as numbers, whatever their CEL type.
 		cel.CrossTypeNumericComparisons(true),
+		// Macros are kept as written, so that the rest of an expression
+		// can be written back as text (residual).
+		cel.EnableMacroCallTracking(),
 	)
 }
 
@@ -78,10 +81,17 @@ func compile(when string) (*compiled, string) {
 		return nil, fmt.Sprintf("when's estimated cost is up to %d units, over the limit of %d (lists are counted at %d elements, strings at %d characters); "+
 			"iterate over fewer lists, or not one inside another.", est.Max, MaxCost, estimatedListSize, estimatedStringSize)
 	}
-	c := &compiled{conds: conditions(ast), fastUpTo: untrackedUpTo(ast)}
+	c := &compiled{conds: conditions(ast)}
+	run := ast
+	if len(c.conds) > 0 {
+		if r, ok := residual(ast); ok {
+			run = r
+		}
+	}
+	c.fastUpTo = untrackedUpTo(run)
 	var err2 error
-	if c.fast, err2 = env.Program(ast, cel.EvalOptions(cel.OptOptimize)); err2 == nil && c.fastUpTo < maxValueSize {
-		c.tracked, err2 = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxCost))
+	if c.fast, err2 = env.Program(run, cel.EvalOptions(cel.OptOptimize)); err2 == nil && c.fastUpTo < maxValueSize {
+		c.tracked, err2 = env.Program(run, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxCost))
 	}
 	if err2 != nil {
 		return nil, "when cannot be prepared: " + oneLine(err2.Error())
@@ -91,7 +101,8 @@ func compile(when string) (*compiled, string) {
 
 // compiled is an expression ready to evaluate: fast runs without cost
 // tracking, tracked with the run-time limit of MaxCost (nil when the
-// expression is cheap at any size).
+// expression is cheap at any size). Both run the expression without its
+// conditions (residual), which the evaluator checks before it runs them.
 type compiled struct {
 	fast, tracked cel.Program
 	// fastUpTo is the largest input (see inputSize) that fast may

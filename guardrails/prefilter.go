@@ -1,10 +1,13 @@
 package guardrails
 
 import (
+	"strings"
+
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/parser"
 )
 
 // condition is a conjunct of a rule's expression of the form
@@ -19,29 +22,67 @@ type condition struct {
 
 // conditions lists the conditions among the top-level conjuncts of a.
 func conditions(a *cel.Ast) []condition {
-	var out []condition
+	conds, _ := conjuncts(a)
+	return conds
+}
+
+// conjuncts splits the top-level conjuncts of a into its conditions and
+// the rest.
+func conjuncts(a *cel.Ast) (conds []condition, rest []ast.Expr) {
 	var walk func(e ast.Expr)
 	walk = func(e ast.Expr) {
-		if e.Kind() != ast.CallKind {
-			return
-		}
-		call := e.AsCall()
-		args := call.Args()
-		switch {
-		case call.FunctionName() == operators.LogicalAnd:
-			for _, arg := range args {
-				walk(arg)
+		if e.Kind() == ast.CallKind {
+			call := e.AsCall()
+			args := call.Args()
+			switch {
+			case call.FunctionName() == operators.LogicalAnd:
+				for _, arg := range args {
+					walk(arg)
+				}
+				return
+			case call.FunctionName() == operators.Equals && len(args) == 2:
+				if c, ok := equality(args[0], args[1]); ok {
+					conds = append(conds, c)
+					return
+				}
+				if c, ok := equality(args[1], args[0]); ok {
+					conds = append(conds, c)
+					return
+				}
 			}
-		case call.FunctionName() == operators.Equals && len(args) == 2:
-			if c, ok := equality(args[0], args[1]); ok {
-				out = append(out, c)
-			} else if c, ok := equality(args[1], args[0]); ok {
-				out = append(out, c)
-			}
 		}
+		rest = append(rest, e)
 	}
 	walk(a.NativeRep().Expr())
-	return out
+	return conds, rest
+}
+
+// residual is a without its conditions: the conjunction of its other
+// top-level conjuncts (true when it has none), compiled again from their
+// text. Where every condition is true, a's value is residual's: in CEL a
+// true conjunct of && leaves the value of the others, false, true or an
+// error. The evaluator runs a rule only once its conditions hold, so it
+// runs the residual and is spared reading change and environment again.
+// ok is false when the rest cannot be written back as text.
+func residual(a *cel.Ast) (*cel.Ast, bool) {
+	_, rest := conjuncts(a)
+	text := make([]string, 0, len(rest))
+	for _, e := range rest {
+		s, err := parser.Unparse(e, a.NativeRep().SourceInfo())
+		if err != nil {
+			return nil, false
+		}
+		text = append(text, "("+s+")")
+	}
+	src := "true"
+	if len(text) > 0 {
+		src = strings.Join(text, " && ")
+	}
+	r, iss := env.Compile(src)
+	if iss.Err() != nil || !r.OutputType().IsExactType(cel.BoolType) {
+		return nil, false
+	}
+	return r, true
 }
 
 // equality reads sel == lit as a condition.

@@ -38,7 +38,7 @@ func TestSkippedRulesAreThoseFalseAnyway(t *testing.T) {
 			t.Errorf("%s: %d conditions %+v, want %d", c.when, len(comp.conds), comp.conds, c.conds)
 		}
 		// The full evaluation, without the conditions, agrees.
-		full := &Set{rules: []Rule{{Rule: rule("r", c.when), compiled: compiled{fast: comp.fast, tracked: comp.tracked, fastUpTo: comp.fastUpTo}}}}
+		full := &Set{rules: []Rule{{Rule: rule("r", c.when), compiled: compiled{fast: wholeProgram(t, c.when), fastUpTo: maxValueSize}}}}
 		set, _ := Programs([]config.Rule{rule("r", c.when)})
 		for _, s := range []*Set{full, set} {
 			got := s.Evaluator(Environment{ID: "env_1", Name: "dev"}).Eval(role)
@@ -145,6 +145,67 @@ func TestUntrackedUpToIsTheLargestSizeWithinTheLimit(t *testing.T) {
 		c.tracked, _ = env.Program(ast, cel.CostLimit(MaxCost))
 		if got < maxValueSize && (c.program(got) != c.fast || c.program(got+1) != c.tracked) {
 			t.Errorf("%s: the program of inputs up to %d bytes is not the untracked one, or of larger ones the tracked one", when, got)
+		}
+	}
+}
+
+// wholeProgram is when's program as it is written, its conditions
+// included.
+func wholeProgram(t *testing.T, when string) cel.Program {
+	t.Helper()
+	a, iss := env.Compile(when)
+	if iss.Err() != nil {
+		t.Fatal(iss.Err())
+	}
+	prg, err := env.Program(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prg
+}
+
+// TestTheResidualOfARuleGivesWhatTheRuleGivesWhereItsConditionsHold: a
+// rule is run without its conditions once they hold (residual); over
+// changes for which they do, it catches, fails or lets pass what the whole
+// expression does, whatever the rest holds (macros, literals, escapes,
+// members missing).
+func TestTheResidualOfARuleGivesWhatTheRuleGivesWhereItsConditionsHold(t *testing.T) {
+	whens := []string{
+		`change.kind == 'api'`,
+		`change.kind == 'api' && new.x > 1`,
+		`'api' == change.kind && change.action == 'create' && (new.x == 1 || old.y == 2)`,
+		`change.kind == 'api' && new.scopes.exists(s, s.value.startsWith('admin:'))`,
+		`change.kind == 'api' && has(new.x) && !has(new.y) && size(new.scopes) > 1`,
+		`change.kind == 'api' && new.name == 'a\'b\n' && environment.name == 'dev'`,
+		`change.kind == 'api' && new.scopes.all(s, s.value in ['read', 'admin:all']) && {'a': 1}.a == 1`,
+		`change.kind == 'api' && (new.x > 1 ? new.name.size() < 3 : change.key.startsWith('k'))`,
+		`change.kind == 'api' && new.scopes.map(s, s.value).filter(v, v.endsWith('all')).size() == 1`,
+		`change.kind == 'api' && old == null && new != null && change.key == 'k1'`,
+	}
+	specs := []string{
+		`{"name":"a'b\n","scopes":[{"value":"read"},{"value":"admin:all"}],"x":2}`,
+		`{"name":"zz","scopes":[{"value":"read"}],"x":1}`,
+		`{"scopes":[]}`,
+		`{"name":"a","scopes":[{"nope":1}],"x":0,"y":true}`,
+	}
+	for _, when := range whens {
+		set, err := Programs([]config.Rule{rule("r", when)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, _ := env.Compile(when); len(set.rules[0].conds) == 0 || func() bool { _, ok := residual(a); return !ok }() {
+			t.Fatalf("%s: no conditions, or no residual: the test would not test the residual", when)
+		}
+		whole := &Set{rules: []Rule{{Rule: rule("r", when), compiled: compiled{fast: wholeProgram(t, when), fastUpTo: maxValueSize}}}}
+		for _, spec := range specs {
+			for _, key := range []string{"k1", "other"} {
+				c := Change{Kind: "api", Key: key, Action: "create", New: json.RawMessage(spec)}
+				got := set.Evaluator(Environment{ID: "env_1", Name: "dev"}).Eval(c)
+				want := whole.Evaluator(Environment{ID: "env_1", Name: "dev"}).Eval(c)
+				if len(got) != len(want) || len(got) == 1 && (got[0].Err == nil) != (want[0].Err == nil) {
+					t.Errorf("%s over %s (%s): the residual gives %+v, the whole expression %+v", when, spec, key, got, want)
+				}
+			}
 		}
 	}
 }
