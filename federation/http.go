@@ -124,8 +124,13 @@ func (c *HTTPClient) PutOIDC(ctx context.Context, env, connectionID string, m Ma
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || attempt > c.retries {
+		if !errors.Is(err, ErrUnavailable) || attempt > c.retries {
 			return afterAttempts(err, attempt)
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			// Ended between the answer and the wait: as in the wait, the
+			// error says both why the write failed and why it stopped.
+			return fmt.Errorf("%w (after %d attempts, then %w)", err, attempt, cerr)
 		}
 		if werr := wait(ctx, delay); werr != nil {
 			if errors.Is(werr, errNoTimeLeft) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -333,10 +334,13 @@ func TestPutOIDCEachAttemptHasItsOwnTimeout(t *testing.T) {
 
 func TestPutOIDCCancelledDuringBackoff(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t, federation.HTTPConfig{Backoff: time.Minute})
-	srv.Unavailable()
+	// The cancellation comes when the client has read the first 503, so
+	// it falls after the first attempt whatever the machine's load.
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
+	defer cancel()
+	hc := &http.Client{Transport: cancelOnClose{http.DefaultTransport, cancel}}
+	srv, c := setup(t, federation.HTTPConfig{Backoff: time.Minute, HTTPClient: hc})
+	srv.Unavailable()
 
 	start := time.Now()
 	err := c.PutOIDC(ctx, env, con, material, secret)
@@ -349,6 +353,31 @@ func TestPutOIDCCancelledDuringBackoff(t *testing.T) {
 	if n := countCalls(srv, http.MethodPut); n != 1 {
 		t.Errorf("PUT calls = %d, want 1", n)
 	}
+}
+
+// cancelOnClose cancels a context when the body of an answer is closed.
+type cancelOnClose struct {
+	rt     http.RoundTripper
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.rt.RoundTrip(r)
+	if err == nil {
+		resp.Body = closeHook{resp.Body, c.cancel}
+	}
+	return resp, err
+}
+
+type closeHook struct {
+	io.ReadCloser
+	onClose func()
+}
+
+func (h closeHook) Close() error {
+	err := h.ReadCloser.Close()
+	h.onClose()
+	return err
 }
 
 func TestPutOIDCDeadlineBeforeNextAttempt(t *testing.T) {
@@ -373,7 +402,13 @@ func TestPutOIDCCallerCancelledIsNotUnavailable(t *testing.T) {
 	srv, c := setup(t, federation.HTTPConfig{})
 	srv.Hang(time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
+	defer cancel()
+	go func() { // cancel while the PUT hangs at the federation service
+		for deadline := time.Now().Add(10 * time.Second); countCalls(srv, http.MethodPut) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
 
 	err := c.PutOIDC(ctx, env, con, material, secret)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, federation.ErrUnavailable) {
