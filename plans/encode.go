@@ -81,7 +81,6 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 		_, err := io.WriteString(w, "null")
 		return err
 	}
-	const flushAt = 64 << 10
 	b := p.appendHead(make([]byte, 0, flushAt+4<<10), false)
 	kept, ok := p.changesJSON.of(p.Changes)
 	switch {
@@ -93,26 +92,40 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 			return err
 		}
 		b = b[:0]
-	case p.Changes == nil:
-		b = append(b, "null"...)
 	default:
-		b = append(b, '[')
-		for i := range p.Changes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = p.Changes[i].appendJSON(b, false)
-			if len(b) >= flushAt {
-				if _, err := w.Write(b); err != nil {
-					return err
-				}
-				b = b[:0]
-			}
+		var err error
+		if b, err = writeList(w, b, p.Changes, func(b []byte, c *Change) []byte { return c.appendJSON(b, false) }); err != nil {
+			return err
 		}
-		b = append(b, ']')
 	}
 	_, err := w.Write(p.appendTail(b, false))
 	return err
+}
+
+// flushAt is the size at which WriteJSON's buffer goes to the writer.
+const flushAt = 64 << 10
+
+// writeList appends items' JSON array to b (null for a nil slice), writing
+// b to w and starting it again each time it reaches flushAt. It returns
+// what is left of b to write.
+func writeList[T any](w io.Writer, b []byte, items []T, appendOne func([]byte, *T) []byte) ([]byte, error) {
+	if items == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendOne(b, &items[i])
+		if len(b) >= flushAt {
+			if _, err := w.Write(b); err != nil {
+				return nil, err
+			}
+			b = b[:0]
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // appendHead appends the plan's members before its changes' value, up to

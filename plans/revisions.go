@@ -200,27 +200,12 @@ func (d *RevisionDiff) AppendJSON(b []byte) []byte {
 // buffers of about 64 KiB: the diff of a large revision (twice its specs
 // and their diffs) is answered without a copy of it all.
 func (d *RevisionDiff) WriteJSON(w io.Writer) error {
-	const flushAt = 64 << 10
 	b := d.appendHead(make([]byte, 0, flushAt+4<<10))
-	if d.Resources == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range d.Resources {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = d.Resources[i].appendJSON(b)
-			if len(b) >= flushAt {
-				if _, err := w.Write(b); err != nil {
-					return err
-				}
-				b = b[:0]
-			}
-		}
-		b = append(b, ']')
+	b, err := writeList(w, b, d.Resources, func(b []byte, r *RevisionDiffResource) []byte { return r.appendJSON(b) })
+	if err != nil {
+		return err
 	}
-	_, err := w.Write(append(b, '}'))
+	_, err = w.Write(append(b, '}'))
 	return err
 }
 
