@@ -209,8 +209,13 @@ func (s *Server) streamConfigEvents(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	// The §10 headers of the streams' limit, a concurrency policy like
+	// config_plan_inflight: its quota on every answer, and on a 429 the
+	// RateLimit item whose t is the Retry-After.
+	c.Header("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;qu="concurrent-requests"`, PolicyEventStreams, s.streams.Limit))
 	if !ok {
 		secs := max(int(math.Ceil(retry.Seconds())), 1)
+		c.Header("RateLimit", fmt.Sprintf(`"%s";r=0;t=%d`, PolicyEventStreams, secs))
 		s.fail(c, &config.Error{Code: config.CodeRateLimited,
 			Detail: fmt.Sprintf("this environment has %d live event streams open already; retry in %d s", s.streams.Limit, secs),
 			Extra:  map[string]any{"retry_after": secs, "policy": PolicyEventStreams}})

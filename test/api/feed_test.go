@@ -2,9 +2,11 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -227,8 +229,19 @@ func TestConfigEventStreamEleventhIs429(t *testing.T) {
 	if p["code"] != "rate_limited" || p["policy"] != "config_events_stream" || eleventh.Resp.Header.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("the 11th stream's problem: %v %v", eleventh.Resp.Header, p)
 	}
-	if ra, _ := p["retry_after"].(float64); ra < 1 {
+	ra, _ := p["retry_after"].(float64)
+	if ra < 1 {
 		t.Errorf("retry_after %v", p["retry_after"])
+	}
+	const policy = `"config_events_stream";q=10;qu="concurrent-requests"`
+	if got := eleventh.Resp.Header.Get("RateLimit-Policy"); got != policy {
+		t.Errorf("the 429's RateLimit-Policy = %q, want %q", got, policy)
+	}
+	if got, want := eleventh.Resp.Header.Get("RateLimit"), fmt.Sprintf(`"config_events_stream";r=0;t=%d`, int(ra)); got != want || eleventh.Resp.Header.Get("Retry-After") != strconv.Itoa(int(ra)) {
+		t.Errorf("the 429's RateLimit = %q and Retry-After %q, want %q and t = Retry-After", got, eleventh.Resp.Header.Get("Retry-After"), want)
+	}
+	if got := open[0].Resp.Header.Get("RateLimit-Policy"); got != policy {
+		t.Errorf("a stream's RateLimit-Policy = %q, want %q", got, policy)
 	}
 	// Another environment is not limited by this one's streams.
 	other := apitest.Setup(t, apitest.Options{Replica: nil, Database: e.DB, Redis: e.Redis, Prefix: e.Prefix})
