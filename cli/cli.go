@@ -62,7 +62,8 @@ const exitStatusHelp = `Exit status:
      without a value, a missing environment variable; nothing was sent
   3  the plan is stale or conflicts with the configuration (409
      config_conflict, conflict or config_plan_not_applicable; 410 expired):
-     make a new plan; or it lacks approvals (409 approval_required)
+     make a new plan; or it lacks approvals (409 approval_required); or
+     webhooks retry: the delivery is not failed (409 conflict)
   4  the API stayed unavailable or rate limited, or its answer was lost,
      after retrying for --retry-for
   130  interrupted
