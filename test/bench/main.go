@@ -144,6 +144,9 @@ type bench struct {
 
 	// What a scenario needs to start a keenauthd of its own (P5).
 	bin, dbURL, redisURL, tmp string
+	// dbName is the run's database (P2's CPU by process tells its
+	// PostgreSQL backends by it).
+	dbName string
 
 	// What the profiles of missed scenarios work on again.
 	p2Envs []envKey
@@ -259,7 +262,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer pool.Close()
 
 	b := &bench{o: o, out: stdout, srv: srv, api: newAPI(srv.base, 32), bound: &bound{pool: pool}, rdb: rdb,
-		bin: bin, dbURL: dbURL, redisURL: fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp: tmp}
+		bin: bin, dbURL: dbURL, dbName: dbName, redisURL: fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp: tmp}
 	if err := b.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
