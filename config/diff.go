@@ -105,7 +105,13 @@ func Diff(before, after json.RawMessage) []DiffOp {
 // DiffCanonical is Diff of two specs in canonical form, nil for an absent
 // one.
 func DiffCanonical(before, after []byte) []DiffOp {
-	ops := []DiffOp{}
+	return AppendDiffCanonical([]DiffOp{}, before, after)
+}
+
+// AppendDiffCanonical appends the operations of DiffCanonical to ops: a
+// caller that diffs many specs keeps them in one list, of which each
+// diff's operations are a part.
+func AppendDiffCanonical(ops []DiffOp, before, after []byte) []DiffOp {
 	switch {
 	case before == nil && after == nil:
 		return ops
@@ -114,7 +120,11 @@ func DiffCanonical(before, after []byte) []DiffOp {
 	case after == nil:
 		return append(ops, DiffOp{Op: "remove", Path: "", Old: before})
 	}
-	return diffValues(ops, "", shapes, before, after)
+	// The pointers are written in one buffer, a member or an index more
+	// for each level the walk enters; an operation's path is a string of
+	// it, the only one made.
+	var path [128]byte
+	return diffValues(ops, path[:0], shapes, before, after)
 }
 
 // CanonicalForDiff is a spec in canonical form, nil for an absent one (no
@@ -268,8 +278,9 @@ func membersIdentity(members ...string) elementIdentity {
 
 // diffValues appends the operations from before to after (canonical JSON)
 // at path; shape is the node of path's shape (nil for a shape under which
-// no array has identities).
-func diffValues(ops []DiffOp, path string, shape *shapeNode, before, after []byte) []DiffOp {
+// no array has identities). The walk appends to path the pointers of the
+// values it enters: the bytes after len(path) are its own.
+func diffValues(ops []DiffOp, path []byte, shape *shapeNode, before, after []byte) []DiffOp {
 	if bytes.Equal(before, after) {
 		return ops
 	}
@@ -277,7 +288,7 @@ func diffValues(ops []DiffOp, path string, shape *shapeNode, before, after []byt
 		return diffArray(ops, path, shape, before, after)
 	}
 	if before[0] != '{' || after[0] != '{' {
-		return append(ops, DiffOp{Op: "replace", Path: path, Old: before, Value: after})
+		return append(ops, DiffOp{Op: "replace", Path: string(path), Old: before, Value: after})
 	}
 	// Both member lists are sorted by name: a merge visits the names of
 	// either in sorted order.
@@ -295,10 +306,10 @@ func diffValues(ops []DiffOp, path string, shape *shapeNode, before, after []byt
 		}
 		switch {
 		case c < 0:
-			ops = append(ops, DiffOp{Op: "remove", Path: childPath(path, bName), Old: bv})
+			ops = append(ops, DiffOp{Op: "remove", Path: string(childPath(path, bName)), Old: bv})
 			bi, bName, bv = nextMember(before, bi)
 		case c > 0:
-			ops = append(ops, DiffOp{Op: "add", Path: childPath(path, aName), Value: av})
+			ops = append(ops, DiffOp{Op: "add", Path: string(childPath(path, aName)), Value: av})
 			ai, aName, av = nextMember(after, ai)
 		default:
 			if !bytes.Equal(bv, av) {
@@ -311,12 +322,20 @@ func diffValues(ops []DiffOp, path string, shape *shapeNode, before, after []byt
 	return ops
 }
 
-// childPath is the pointer to the member named name of the value at path.
-func childPath(path string, name []byte) string {
+// childPath appends to path the pointer to the member named name of the
+// value at path.
+func childPath(path []byte, name []byte) []byte {
+	path = append(path, '/')
 	if needsEscape(name) {
-		return path + "/" + PointerEscape(string(name))
+		return append(path, PointerEscape(string(name))...)
 	}
-	return path + "/" + string(name)
+	return append(path, name...)
+}
+
+// indexPath appends to path the pointer to the element i of the array at
+// path.
+func indexPath(path []byte, i int) []byte {
+	return strconv.AppendInt(append(path, '/'), int64(i), 10)
 }
 
 // needsEscape reports whether PointerEscape changes name.
@@ -347,9 +366,9 @@ type element struct {
 // The elements of arrays of up to smallIndex elements (every array of a
 // valid spec but a long list of scopes or callback URLs) are kept on the
 // stack and found by a scan, so that comparing them allocates nothing.
-func diffArray(ops []DiffOp, path string, shape *shapeNode, before, after []byte) []DiffOp {
+func diffArray(ops []DiffOp, path []byte, shape *shapeNode, before, after []byte) []DiffOp {
 	replace := func() []DiffOp {
-		return append(ops, DiffOp{Op: "replace", Path: path, Old: before, Value: after})
+		return append(ops, DiffOp{Op: "replace", Path: string(path), Old: before, Value: after})
 	}
 	var bBuf, aBuf [smallIndex]element
 	bs, bIndex, ok := identities(bBuf[:0], before, shape.identity)
@@ -382,18 +401,18 @@ func diffArray(ops []DiffOp, path string, shape *shapeNode, before, after []byte
 	}
 	for i := len(bs) - 1; i >= 0; i-- {
 		if !bs[i].kept {
-			ops = append(ops, DiffOp{Op: "remove", Path: path + "/" + strconv.Itoa(i), Old: bs[i].value})
+			ops = append(ops, DiffOp{Op: "remove", Path: string(indexPath(path, i)), Old: bs[i].value})
 		}
 	}
 	elements := shape.child([]byte("*"))
 	for n, i, j := 0, nextKept(bs, 0), nextKept(as, 0); i < len(bs); n, i, j = n+1, nextKept(bs, i+1), nextKept(as, j+1) {
 		if b, a := bs[i].value, as[j].value; !bytes.Equal(b, a) {
-			ops = diffValues(ops, path+"/"+strconv.Itoa(n), elements, b, a)
+			ops = diffValues(ops, indexPath(path, n), elements, b, a)
 		}
 	}
 	for i := range as {
 		if !as[i].kept {
-			ops = append(ops, DiffOp{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: as[i].value})
+			ops = append(ops, DiffOp{Op: "add", Path: string(indexPath(path, i)), Value: as[i].value})
 		}
 	}
 	return ops

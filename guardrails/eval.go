@@ -150,8 +150,11 @@ func (ev *Evaluator) Eval(c Change) []Catch {
 		rules = ev.rules
 	}
 	values := changeValues{kind: c.Kind, key: c.Key, action: c.Action}
-	act := &activation{env: ev.env, old: lazySpec{raw: c.Old}, new: lazySpec{raw: c.New},
-		change: newRecord(changeFields, c.Kind, c.Key, c.Action)}
+	// The activation, change and new when it is an object are one
+	// allocation (old, which most rules do not read, is made apart).
+	st := &changeState{change: record{names: changeFields, values: [3]string{c.Kind, c.Key, c.Action}}}
+	st.act = activation{env: ev.env, change: &st.change, old: lazySpec{raw: c.Old}, new: lazySpec{raw: c.New, obj: &st.new}}
+	act := &st.act
 	size := max(len(c.Old), len(c.New), len(c.Kind), len(c.Key), len(c.Action), ev.envSize)
 	var out []Catch
 	for _, r := range rules {
@@ -169,6 +172,14 @@ func (ev *Evaluator) Eval(c Change) []Catch {
 		}
 	}
 	return out
+}
+
+// changeState is what the evaluation of one change allocates: its
+// activation and the values it binds.
+type changeState struct {
+	act    activation
+	change record
+	new    jsonObject
 }
 
 // activation binds the variables of one change.
@@ -193,17 +204,19 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// lazySpec is a spec decoded the first time a rule reads it.
+// lazySpec is a spec decoded the first time a rule reads it; obj is the
+// storage of its value when it is an object.
 type lazySpec struct {
 	raw  json.RawMessage
 	done bool
 	val  ref.Val
+	obj  *jsonObject
 }
 
 func (l *lazySpec) value() ref.Val {
 	if !l.done {
 		l.done = true
-		l.val = jsonValue(l.raw)
+		l.val = jsonValueIn(l.raw, l.obj)
 	}
 	return l.val
 }

@@ -43,15 +43,26 @@ var (
 
 // jsonValue is the CEL value of a spec or of a part of one.
 func jsonValue(raw []byte) ref.Val {
+	return jsonValueIn(raw, nil)
+}
+
+// jsonValueIn is jsonValue, an object being obj when obj is not nil (the
+// caller's storage for it, allocated with other things).
+func jsonValueIn(raw []byte, obj *jsonObject) ref.Val {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
 		return types.NullValue
 	case raw[0] == '{':
-		return &jsonObject{raw: raw}
+		if obj == nil {
+			return &jsonObject{raw: raw}
+		}
+		*obj = jsonObject{raw: raw}
+		return obj
 	case raw[0] == '[':
 		if elems, ok := jsonElements(raw); ok {
-			return types.DefaultTypeAdapter.NativeToValue(elems)
+			// As NativeToValue makes a list of them.
+			return types.NewList(types.DefaultTypeAdapter, elems)
 		}
 	}
 	if v, ok := jsonScalar(raw); ok {
@@ -82,29 +93,51 @@ func jsonScalar(raw []byte) (ref.Val, bool) {
 }
 
 // jsonElements are the values of a compact JSON array, each as jsonValue
-// makes it (an object stays lazy); ok is false for any other text.
+// makes it (an object stays lazy); ok is false for any other text. The
+// elements are found first (up to 16 on the stack), so that the list and
+// the objects among them are an allocation each.
 func jsonElements(raw []byte) ([]ref.Val, bool) {
-	out := []ref.Val{}
-	i := 1
 	if len(raw) > 1 && raw[1] == ']' {
-		return out, len(raw) == 2
+		return []ref.Val{}, len(raw) == 2
 	}
-	for i < len(raw) {
+	var small [16][2]int
+	bounds, objects := small[:0], 0
+	for i := 1; ; {
+		if i >= len(raw) {
+			return nil, false
+		}
 		end, ok := canonjson.SkipValue(raw, i)
 		if !ok || end >= len(raw) {
 			return nil, false
 		}
-		out = append(out, jsonValue(raw[i:end]))
-		switch raw[end] {
-		case ',':
-			i = end + 1
-		case ']':
-			return out, end == len(raw)-1
-		default:
+		if e := bytes.TrimSpace(raw[i:end]); len(e) > 0 && e[0] == '{' {
+			objects++
+		}
+		bounds = append(bounds, [2]int{i, end})
+		if raw[end] == ']' {
+			if end != len(raw)-1 {
+				return nil, false
+			}
+			break
+		}
+		if raw[end] != ',' {
 			return nil, false
 		}
+		i = end + 1
 	}
-	return nil, false
+	out := make([]ref.Val, len(bounds))
+	var objs []jsonObject
+	if objects > 0 {
+		objs = make([]jsonObject, objects)
+	}
+	for k, b := range bounds {
+		var obj *jsonObject
+		if e := bytes.TrimSpace(raw[b[0]:b[1]]); len(e) > 0 && e[0] == '{' {
+			obj, objs = &objs[0], objs[1:]
+		}
+		out[k] = jsonValueIn(raw[b[0]:b[1]], obj)
+	}
+	return out, true
 }
 
 func (o *jsonObject) decoded() traits.Mapper {

@@ -38,10 +38,9 @@ func (s *Revisions) readForDiff(ctx context.Context, a Actor, id string) (rev *r
 	side := make(chan kindSpecs, 1)
 	go func() {
 		var ks kindSpecs
-		ks.kind, ks.rows, ks.err = s.db.LoadRevisionKindSpecs(sideCtx, a.EnvironmentID, id, wholeKindAt)
-		if ks.err == nil {
-			ks.err = canonicalSpecs(ks.rows)
-		}
+		var rd kindReader
+		ks.kind, ks.err = s.db.LoadRevisionKindSpecs(sideCtx, a.EnvironmentID, id, wholeKindAt, rd.add)
+		ks.rows = rd.resources(ks.kind)
 		side <- ks
 	}()
 	rev, err = s.GetRevision(ctx, a, id)
@@ -77,4 +76,61 @@ func canonicalSpecs(rows []configdb.Resource) error {
 		rows[i].Spec = configdb.JSON(spec)
 	}
 	return nil
+}
+
+// kindReader keeps the resources LoadRevisionKindSpecs reads, their specs
+// made canonical as canonicalSpecs makes them: the specs are appended to
+// chunks of arenaChunk bytes and the keys to one buffer, which becomes one
+// string, so that a resource read costs no allocation of its own.
+type kindReader struct {
+	canon canonjson.Appender
+	arena []byte
+	keys  []byte
+	rows  []configdb.Resource
+	ends  []int // where each row's key ends in keys
+}
+
+// arenaChunk is the size of a chunk of kindReader's specs: a resource's
+// spec is read into the chunk's free space, or a new chunk.
+const arenaChunk = 256 << 10
+
+// add keeps a resource; its bytes are the driver's, copied.
+func (k *kindReader) add(key []byte, version int, raw []byte) error {
+	if cap(k.arena)-len(k.arena) < len(raw) {
+		k.arena = make([]byte, 0, max(arenaChunk, len(raw)))
+	}
+	var spec json.RawMessage
+	var err error
+	if k.arena, spec, err = appendCanonicalCopy(&k.canon, k.arena, raw); err != nil {
+		return err
+	}
+	k.keys = append(k.keys, key...)
+	k.ends = append(k.ends, len(k.keys))
+	k.rows = append(k.rows, configdb.Resource{Version: version, Spec: configdb.JSON(spec)})
+	return nil
+}
+
+// resources are the resources kept, of kind.
+func (k *kindReader) resources(kind string) []configdb.Resource {
+	keys, start := string(k.keys), 0
+	for i := range k.rows {
+		k.rows[i].Kind, k.rows[i].Key = kind, keys[start:k.ends[i]]
+		start = k.ends[i]
+	}
+	return k.rows
+}
+
+// appendCanonicalCopy is appendRevisionSpec for bytes that are not kept
+// (the driver's): the spec is always a slice of the arena.
+func appendCanonicalCopy(canon *canonjson.Appender, arena, raw []byte) (_ []byte, spec json.RawMessage, _ error) {
+	start := len(arena)
+	arena, spec, err := appendRevisionSpec(canon, arena, raw)
+	if err != nil || spec == nil {
+		return arena[:start], nil, err
+	}
+	if len(arena) == start { // spec is raw, or made apart from the arena
+		arena = append(arena, spec...)
+		spec = arena[start:len(arena):len(arena)]
+	}
+	return arena, spec, nil
 }

@@ -121,6 +121,9 @@ func (s *Revisions) DiffRevision(ctx context.Context, a Actor, id string) (*Revi
 		now.add(rows, false)
 	}
 	versions := make([]int, len(rev.Resources))
+	// The operations of every resource are parts of one list (most
+	// resources of a large revision have one or two).
+	ops := make([]config.DiffOp, 0, len(rev.Resources))
 	out := &RevisionDiff{Object: "config_revision_diff", RevisionID: rev.ID, Resources: make([]RevisionDiffResource, 0, len(rev.Resources))}
 	for i, r := range rev.Resources {
 		// A revision's specs are canonical as revisions.Get reads them
@@ -135,7 +138,9 @@ func (s *Revisions) DiffRevision(ctx context.Context, a Actor, id string) (*Revi
 			d.VersionNow = &versions[i]
 			d.SpecNow = json.RawMessage(cur.Spec)
 		}
-		d.Diff = config.DiffCanonical(d.SpecNow, d.SpecBefore)
+		start := len(ops)
+		ops = config.AppendDiffCanonical(ops, d.SpecNow, d.SpecBefore)
+		d.Diff = ops[start:len(ops):len(ops)]
 		out.Resources = append(out.Resources, d)
 	}
 	return out, nil

@@ -175,3 +175,47 @@ func TestRevisionSpecIsCanonicalForDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestKindReaderKeepsCopiesOfTheDriversBytes: the resources a kindReader
+// keeps are those read, with their specs as revisionSpec makes them, when
+// the bytes each was given are overwritten after its call (the driver's
+// read buffer is), across chunks of its arena and specs larger than one.
+func TestKindReaderKeepsCopiesOfTheDriversBytes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(10, 11))
+	inputs := []string{`{"b": 1, "a": [2, {"d": "x", "c": null}]}`, `{"a":1}`, "", "null", " null ", `"s"`, "[]",
+		strings.Repeat("[", 600) + strings.Repeat("]", 600), `{"big": "` + strings.Repeat("x", arenaChunk+10) + `"}`}
+	for range 2000 {
+		inputs = append(inputs, string(spaced(config.CanonicalJSON(genApplication(rng)))))
+	}
+	var kr kindReader
+	buf := make([]byte, 0, arenaChunk*2) // one buffer for every call, as the driver's
+	for i, in := range inputs {
+		key := append(buf[:0], fmt.Sprintf("key-%04d", i)...)
+		raw := append(key[len(key):], in...)
+		if err := kr.add(key, i, raw); err != nil {
+			t.Fatalf("add(%q): %v", in, err)
+		}
+		for j := range len(key) + len(raw) {
+			buf[:cap(buf)][j] = '#'
+		}
+	}
+	rows := kr.resources("api")
+	if len(rows) != len(inputs) {
+		t.Fatalf("%d resources, want %d", len(rows), len(inputs))
+	}
+	for i, in := range inputs {
+		_, want, err := revisionSpec(nil, []byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rows[i]
+		if r.Kind != "api" || r.Key != fmt.Sprintf("key-%04d", i) || r.Version != i ||
+			!bytes.Equal(r.Spec, want) || (r.Spec == nil) != (want == nil) {
+			t.Fatalf("resource %d: %s %s %d %q, want key-%04d %d %q", i, r.Kind, r.Key, r.Version, r.Spec, i, i, want)
+		}
+	}
+	if err := kr.add([]byte("bad"), 1, []byte("{")); err == nil {
+		t.Error("add took a spec that is not JSON")
+	}
+}
