@@ -3,7 +3,10 @@ package config
 import (
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/oklog/ulid/v2"
 )
 
 // idPattern is the form of an id's body, as the contract writes it.
@@ -42,5 +45,29 @@ func TestValidIDAgreesWithThePattern(t *testing.T) {
 	}
 	if !ValidID(PrefixPlan, id) {
 		t.Errorf("a new id %s is not valid", id)
+	}
+}
+
+// TestNewIDIsTheLowercaseULID: an id is its prefix and the lowercase text
+// of a ULID of now, made in two allocations (the ULID's and the id's).
+func TestNewIDIsTheLowercaseULID(t *testing.T) {
+	before := ulid.Now()
+	id := NewID(PrefixLog)
+	body, ok := strings.CutPrefix(id, PrefixLog)
+	if !ok || body != strings.ToLower(body) || !ValidID(PrefixLog, id) {
+		t.Fatalf("NewID = %q", id)
+	}
+	u, err := ulid.ParseStrict(strings.ToUpper(body))
+	if err != nil {
+		t.Fatalf("NewID = %q: %v", id, err)
+	}
+	if u.Time() < before || u.Time() > ulid.Now() {
+		t.Errorf("NewID = %q: time %d, not between %d and now", id, u.Time(), before)
+	}
+	if strings.ToLower(u.String()) != body {
+		t.Errorf("NewID = %q, its ULID reads %s", id, u)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = NewID(PrefixLog) }); n > 2 {
+		t.Errorf("NewID makes %v allocations, want 2", n)
 	}
 }

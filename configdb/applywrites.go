@@ -271,13 +271,60 @@ func specRecords(n int, row func(i int) writeRecord) string {
 	return b.String()
 }
 
-// logRecords is the jsonb parameter of the log rows, each {"id", "type",
-// "created_at", "api_key_id", "request_id", "plan_id", "revision_id",
-// "data"}, built by appending, as specRecords is: an entry's data is JSON
+// logShared are the fields that the log rows of an apply share (all of
+// them but id, type and data): sent once, as parameters of their own,
+// rather than on each of a thousand rows, which PostgreSQL would parse
+// from the jsonb parameter each time.
+type logShared struct {
+	CreatedAt           time.Time
+	APIKeyID, RequestID string
+	PlanID, RevisionID  *string
+}
+
+func (s logShared) of(l LogRow) bool {
+	same := func(a, b *string) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+	return l.CreatedAt.Equal(s.CreatedAt) && l.APIKeyID == s.APIKeyID && l.RequestID == s.RequestID &&
+		same(l.PlanID, s.PlanID) && same(l.RevisionID, s.RevisionID)
+}
+
+// args are the shared fields as the parameters of logInsert's statement:
+// the time as the text a row would hold, so that PostgreSQL reads both
+// alike.
+func (s logShared) args() []any {
+	return []any{s.CreatedAt.Format(time.RFC3339Nano), s.APIKeyID, s.RequestID, s.PlanID, s.RevisionID}
+}
+
+// logInsert inserts the log rows of logRecords: a row's own fields when
+// it has them ("own"), the shared ones (the five parameters after the
+// environment's) otherwise.
+const logInsert = `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
+			SELECT ?, t.id, t.type, CASE WHEN t.own THEN t.created_at ELSE ?::timestamptz END,
+				CASE WHEN t.own THEN t.api_key_id ELSE ?::text END, CASE WHEN t.own THEN t.request_id ELSE ?::text END,
+				CASE WHEN t.own THEN t.plan_id ELSE ?::text END, CASE WHEN t.own THEN t.revision_id ELSE ?::text END, t.data
+			FROM jsonb_to_recordset(?::jsonb) AS t(id text, type text, own boolean, created_at timestamptz, api_key_id text,
+				request_id text, plan_id text, revision_id text, data jsonb)`
+
+// logRecords is the jsonb parameter of the log rows, and the fields they
+// share (those of the first row): a row that has the shared ones is
+// {"id", "type", "data"}; another also has "own": true and its
+// "created_at", "api_key_id", "request_id", "plan_id" and "revision_id".
+// It is built by appending, as specRecords is: an entry's data is JSON
 // the domain encoded, which encoding/json would validate and compact
 // again, once per changed resource.
-func logRecords(logs []LogRow) string {
-	b := make([]byte, 0, len(logs)*256)
+func logRecords(logs []LogRow) (string, logShared) {
+	var shared logShared
+	if len(logs) > 0 {
+		l := logs[0]
+		shared = logShared{CreatedAt: l.CreatedAt, APIKeyID: l.APIKeyID, RequestID: l.RequestID, PlanID: l.PlanID, RevisionID: l.RevisionID}
+	}
+	size := 2
+	for _, l := range logs {
+		size += len(l.ID) + len(l.Type) + len(l.Data) + 40
+		if !shared.of(l) {
+			size += len(l.APIKeyID) + len(l.RequestID) + 200
+		}
+	}
+	b := make([]byte, 0, size)
 	str := func(name, s string) {
 		b = append(b, name...)
 		b = canonjson.AppendString(b, s)
@@ -296,12 +343,14 @@ func logRecords(logs []LogRow) string {
 		}
 		str(`{"id":`, l.ID)
 		str(`,"type":`, l.Type)
-		b = append(b, `,"created_at":"`...)
-		b = append(l.CreatedAt.AppendFormat(b, time.RFC3339Nano), '"')
-		str(`,"api_key_id":`, l.APIKeyID)
-		str(`,"request_id":`, l.RequestID)
-		optional(`,"plan_id":`, l.PlanID)
-		optional(`,"revision_id":`, l.RevisionID)
+		if !shared.of(l) {
+			b = append(b, `,"own":true,"created_at":"`...)
+			b = append(l.CreatedAt.AppendFormat(b, time.RFC3339Nano), '"')
+			str(`,"api_key_id":`, l.APIKeyID)
+			str(`,"request_id":`, l.RequestID)
+			optional(`,"plan_id":`, l.PlanID)
+			optional(`,"revision_id":`, l.RevisionID)
+		}
 		b = append(b, `,"data":`...)
 		if len(l.Data) == 0 {
 			b = append(b, "null"...)
@@ -310,7 +359,7 @@ func logRecords(logs []LogRow) string {
 		}
 		b = append(b, '}')
 	}
-	return string(append(b, ']'))
+	return string(append(b, ']')), shared
 }
 
 // mustRecords is rows as one jsonb parameter (a string: the driver must
@@ -386,10 +435,8 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 	}
 	prune, revision := tx.addRevision(&q, r)
 	if len(r.Logs) > 0 {
-		q.add("l", `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
-			SELECT ?, t.id, t.type, t.created_at, t.api_key_id, t.request_id, t.plan_id, t.revision_id, t.data
-			FROM jsonb_to_recordset(?::jsonb) AS t(id text, type text, created_at timestamptz, api_key_id text, request_id text,
-				plan_id text, revision_id text, data jsonb)`, r.EnvironmentID, logRecords(r.Logs))
+		records, shared := logRecords(r.Logs)
+		q.add("l", logInsert, append(append([]any{r.EnvironmentID}, shared.args()...), records)...)
 	}
 	set, setArgs := appliedSet(r.Applied, tx.Now)
 	cond, condArgs := heldBy(r.Plan, r.Token, tx.Now)

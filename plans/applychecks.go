@@ -29,6 +29,10 @@ type applyState struct {
 	// approvals are the plan's, read with the locks (none when validating
 	// only).
 	approvals []Approval
+	// uniqueValues[i], when set, are the unique values of the spec of the
+	// plan's change i, read once by loadApplyState for the need and the
+	// check of row 14 (nil: checkUniqueValues reads them).
+	uniqueValues [][]config.UniqueValue
 }
 
 // applyChecks are rows 13 to 17 of the apply's table (§6), in its order:
@@ -66,15 +70,16 @@ func failing(code config.Code, detail string, errs []config.FieldError) error {
 func checkConflicts(st *applyState) error {
 	p := st.plan
 	var conflicts []config.FieldError
+	var ref []byte
 	for i, c := range p.Changes {
-		ref := resourceRef(c.Kind, c.Key)
+		ref = appendRef(ref[:0], c.Kind, c.Key)
 		v := 0
 		if r := st.cur.get(c.Kind, c.Key); r != nil {
 			v = r.Version
 		}
-		if v != p.versions[ref] {
+		if planned := p.versions[string(ref)]; v != planned {
 			conflicts = append(conflicts, config.FieldError{Pointer: fmt.Sprintf("/changes/%d", i), Code: config.CodeVersionChanged,
-				Detail: fmt.Sprintf("%s is at version %d, the plan was made at version %d", ref, v, p.versions[ref])})
+				Detail: fmt.Sprintf("%s is at version %d, the plan was made at version %d", ref, v, planned)})
 		}
 	}
 	for i, k := range p.Types {
@@ -122,11 +127,18 @@ func brokenReferences(st *applyState) []config.FieldError {
 // of its kind takes them as they are instead of reading its spec again.
 func checkUniqueValues(st *applyState) error {
 	changes := st.plan.Changes
-	values := make([][]config.UniqueValue, len(changes))
+	values := st.uniqueValues
+	if values == nil {
+		values = make([][]config.UniqueValue, len(changes))
+		for i, c := range changes {
+			if c.Action == ActionCreate || c.Action == ActionUpdate {
+				values[i] = config.UniqueValues(c.Kind, c.Spec)
+			}
+		}
+	}
 	planned := make(map[string]plannedValues, len(changes))
 	for i, c := range changes {
 		if c.Action == ActionCreate || c.Action == ActionUpdate {
-			values[i] = config.UniqueValues(c.Kind, c.Spec)
 			planned[resourceRef(c.Kind, c.Key)] = plannedValues{spec: c.Spec, values: values[i]}
 		}
 	}

@@ -149,13 +149,21 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan, claim *configdb.Claim, review *configdb.PlanKey) (*applyState, error) {
 	n := newNeed()
 	post := &postState{specs: map[string]json.RawMessage{}}
-	for _, c := range p.Changes {
+	// The unique values of each planned spec are read once, for the need
+	// and for row 14 (checkUniqueValues).
+	uniques := make([][]config.UniqueValue, len(p.Changes))
+	for i, c := range p.Changes {
 		if c.Action == ActionNoOp {
 			// A no-op names its resource only for the version check.
 			n.key(c.Kind, c.Key)
 			continue
 		}
-		n.resource(c.Kind, c.Key, c.Spec)
+		if c.Spec != nil && (c.Action == ActionCreate || c.Action == ActionUpdate) {
+			uniques[i] = config.UniqueValues(c.Kind, c.Spec)
+			n.resourceWith(c.Kind, c.Key, c.Spec, uniques[i])
+		} else {
+			n.resource(c.Kind, c.Key, c.Spec)
+		}
 		post.specs[resourceRef(c.Kind, c.Key)] = c.Spec
 	}
 	head, rows, err := tx.LockForApply(ctx, envID, kindStrings(append(slices.Clone(p.Types), p.ReferencingTypes...)), n.selection(), claim, review)
@@ -167,7 +175,8 @@ func loadApplyState(ctx context.Context, tx *configdb.Tx, envID string, p *Plan,
 	}
 	cur := stateOf(rows, false)
 	post.cur = cur
-	st := &applyState{plan: p, cur: cur, post: post, tests: map[string]configdb.ConnectionTest{}, approvals: approvalsOf(head.Approvals)}
+	st := &applyState{plan: p, cur: cur, post: post, tests: map[string]configdb.ConnectionTest{}, approvals: approvalsOf(head.Approvals),
+		uniqueValues: uniques}
 	st.gens = kindGenerations(head.Generations)
 	for _, c := range p.Changes {
 		if r, activated := activatedConnection(c, cur); activated && r != nil {

@@ -445,3 +445,75 @@ func (d *recordDecoder) number() bool {
 	}
 	return ok
 }
+
+// decodeVersions decodes a plan's stored versions, {"kind/key": version,
+// …}, as json.Unmarshal into a nil map[string]int would: one entry for
+// each resource of the plan, which encoding/json decoded through
+// reflection, a key and a map growth at a time. A key with escapes or
+// bytes that are not plain, a number that is not a small integer, or
+// anything but an object of those is left to encoding/json, which gives
+// the value or the error it always gave.
+func decodeVersions(src []byte) (map[string]int, error) {
+	if m, ok := scanVersions(src); ok {
+		return m, nil
+	}
+	var m map[string]int
+	if err := json.Unmarshal(src, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// scanVersions is decodeVersions' one pass; ok is false for what it
+// leaves to encoding/json.
+func scanVersions(src []byte) (_ map[string]int, ok bool) {
+	d := recordDecoder{src: src}
+	if d.peek() == 'n' {
+		return nil, d.literal("null") && d.peek() == 0 && d.i == len(src)
+	}
+	more, ok := d.objectStart()
+	if !ok {
+		return nil, false
+	}
+	m := make(map[string]int, bytes.Count(src, []byte{':'}))
+	for more {
+		if d.peek() != '"' {
+			return nil, false
+		}
+		end, plain, ok := canonjson.ScanString(src, d.i)
+		if !ok || !plain {
+			return nil, false
+		}
+		key := string(src[d.i+1 : end-1])
+		d.i = end
+		if !d.consume(':') {
+			return nil, false
+		}
+		v, ok := d.smallInt()
+		if !ok {
+			return nil, false
+		}
+		m[key] = v
+		if more, ok = d.objectNext(); !ok {
+			return nil, false
+		}
+	}
+	return m, d.peek() == 0 && d.i == len(src)
+}
+
+// smallInt reads an integer of at most 18 digits (no overflow), without
+// a fraction or an exponent.
+func (d *recordDecoder) smallInt() (int, bool) {
+	d.space()
+	start := d.i
+	end, ok := canonjson.ScanNumber(d.src, d.i)
+	if !ok || end-start > 18 {
+		return 0, false
+	}
+	v, err := strconv.Atoi(string(d.src[start:end]))
+	if err != nil {
+		return 0, false // a fraction or an exponent
+	}
+	d.i = end
+	return v, true
+}

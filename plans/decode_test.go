@@ -2,6 +2,7 @@ package plans
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -159,5 +160,90 @@ func BenchmarkDecodeChangeRecords(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// checkDecodeVersions holds decodeVersions to json.Unmarshal into a nil
+// map[string]int: the same map, or an error for an error.
+func checkDecodeVersions(t *testing.T, src []byte) {
+	t.Helper()
+	var want map[string]int
+	wantErr := json.Unmarshal(src, &want)
+	got, err := decodeVersions(src)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("decodeVersions(%q): error %v, json.Unmarshal's %v", src, err, wantErr)
+	}
+	if err == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("decodeVersions(%q) = %v, json.Unmarshal gives %v", src, got, want)
+	}
+}
+
+// TestDecodeVersionsAsEncodingJSON: stored versions as they are written,
+// with spaces (a jsonb column's), null, empty, keys that are left to
+// encoding/json (escapes, invalid UTF-8, U+2028) or repeated, values that
+// are not small integers, and malformed input.
+func TestDecodeVersionsAsEncodingJSON(t *testing.T) {
+	for _, src := range versionsCases {
+		checkDecodeVersions(t, []byte(src))
+	}
+	// A plan's own, of 1,000 resources.
+	versions := map[string]int{}
+	for i := range 1000 {
+		versions[fmt.Sprintf("api/r-%05d", i)] = i % 7
+	}
+	src, err := json.Marshal(versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDecodeVersions(t, src)
+	for _, src := range [][]byte{src, []byte(`{"api/a": 1, "role/b": 12}`)} {
+		if _, ok := scanVersions(src); !ok {
+			t.Errorf("scanVersions left %.40q… to encoding/json", src)
+		}
+	}
+}
+
+func BenchmarkDecodeVersions(b *testing.B) {
+	versions := map[string]int{}
+	for i := range 1000 {
+		versions[fmt.Sprintf("api/r-%05d", i)] = 0
+	}
+	src, err := json.Marshal(versions)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		for b.Loop() {
+			var m map[string]int
+			if err := json.Unmarshal(src, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decodeVersions", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decodeVersions(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+var versionsCases = []string{
+	`{"api/a":1,"role/b":0}`, `{"api/a": 1, "role/b": 12}`, " {\n\"api/a\" :\t3 } ", `null`, ` null `, `{}`, `{ }`,
+	`{"api/a":1,"api/a":2}`, `{"api/\u00e9":1}`, `{"api/\"q\"":1}`, "{\"api/\xff\":1}", "{\"api/\u2028\":1}", `{"api/é":1}`,
+	`{"api/a":-0}`, `{"api/a":-5}`, `{"api/a":1.0}`, `{"api/a":1e2}`, `{"api/a":123456789012345678}`,
+	`{"api/a":1234567890123456789}`, `{"api/a":99999999999999999999}`, `{"api/a":"1"}`, `{"api/a":null}`, `{"api/a":true}`,
+	`{"api/a":01}`, `{"api/a":1,}`, `{"api/a" 1}`, `{"api/a":1`, `{"api/a":1}x`, `{"api/a":1}}`, `[]`, `[1]`, `""`, `1`, ``, `{`,
+	`{api:1}`, `{"API/A":1}`,
+}
+
+func FuzzDecodeVersions(f *testing.F) {
+	for _, src := range versionsCases {
+		f.Add([]byte(src))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		checkDecodeVersions(t, src)
 	})
 }

@@ -35,6 +35,16 @@ func (n *need) kind(k config.Kind) { n.full[k] = true }
 // resource records what a resource's planned spec (nil: a deletion) needs
 // besides the resource itself.
 func (n *need) resource(k config.Kind, key string, spec json.RawMessage) {
+	var uniques []config.UniqueValue
+	if spec != nil {
+		uniques = config.UniqueValues(k, spec)
+	}
+	n.resourceWith(k, key, spec, uniques)
+}
+
+// resourceWith is resource with the unique values of spec already read
+// (config.UniqueValues).
+func (n *need) resourceWith(k config.Kind, key string, spec json.RawMessage, uniques []config.UniqueValue) {
 	n.key(k, key)
 	if spec == nil {
 		for _, rk := range referencedBy[k] {
@@ -45,7 +55,7 @@ func (n *need) resource(k config.Kind, key string, spec json.RawMessage) {
 	for _, ref := range config.References(k, key, spec) {
 		n.key(ref.Kind, ref.Key)
 	}
-	for _, u := range config.UniqueValues(k, spec) {
+	for _, u := range uniques {
 		if n.uniques[k] == nil {
 			n.uniques[k] = map[string]map[string]bool{}
 		}

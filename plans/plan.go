@@ -194,6 +194,13 @@ func timePtr(t *time.Time) *Time {
 
 func resourceRef(kind config.Kind, key string) string { return string(kind) + "/" + key }
 
+// appendRef appends resourceRef(kind, key) to b: a map read by
+// m[string(appendRef(…))] makes no string, where resourceRef makes one for
+// every resource of an apply's checks.
+func appendRef(b []byte, kind config.Kind, key string) []byte {
+	return append(append(append(b, kind...), '/'), key...)
+}
+
 // planFromRow decodes a stored plan. The status shown is the effective one:
 // an applying plan whose lease has passed is planned again, a planned plan
 // past its validity is expired.
@@ -218,12 +225,19 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 		src []byte
 		dst any
 	}{{r.Types, &p.Types}, {r.ReferencingTypes, &p.ReferencingTypes}, {r.Warnings, &p.Warnings},
-		{r.RequiredSecrets, &p.RequiredSecrets}, {r.Summary, &p.Summary}, {r.Versions, &p.versions}, {r.Fingerprints, &p.fingerprints},
+		{r.RequiredSecrets, &p.RequiredSecrets}, {r.Summary, &p.Summary}, {r.Fingerprints, &p.fingerprints},
 		{r.Moved, &p.Moved}} {
 		if f.src == nil {
 			continue // moved of a plan that is not a rebase
 		}
 		if err := json.Unmarshal(f.src, f.dst); err != nil {
+			return nil, fmt.Errorf("plan %s: decode: %w", r.ID, err)
+		}
+	}
+	if r.Versions != nil {
+		// One entry for each resource of the plan: read in one pass.
+		var err error
+		if p.versions, err = decodeVersions(r.Versions); err != nil {
 			return nil, fmt.Errorf("plan %s: decode: %w", r.ID, err)
 		}
 	}

@@ -80,7 +80,8 @@ type postState struct {
 }
 
 func (p *postState) spec(k config.Kind, key string) (json.RawMessage, bool) {
-	if s, ok := p.specs[resourceRef(k, key)]; ok {
+	var ref [64]byte
+	if s, ok := p.specs[string(appendRef(ref[:0], k, key))]; ok {
 		return s, s != nil
 	}
 	if r := p.cur.get(k, key); r != nil {
@@ -175,8 +176,10 @@ func (p *postState) uniqueHoldersOf(k config.Kind, planned map[string]plannedVal
 			out[u.Compared()] = append(out[u.Compared()], key)
 		}
 	}
+	var ref []byte
 	for key, r := range p.cur[k] {
-		if _, planned := p.specs[resourceRef(k, key)]; !planned {
+		ref = appendRef(ref[:0], k, key)
+		if _, planned := p.specs[string(ref)]; !planned {
 			add(key, config.UniqueValues(k, json.RawMessage(r.Spec)))
 		}
 	}

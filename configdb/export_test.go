@@ -1,0 +1,10 @@
+package configdb
+
+import "gorm.io/gorm"
+
+// InsertLogsAsApplied writes logs as an apply's record does (logInsert,
+// with logRecords' parameters), for the tests of package configdb_test.
+func InsertLogsAsApplied(g *gorm.DB, envID string, logs []LogRow) error {
+	records, shared := logRecords(logs)
+	return g.Exec(logInsert, append(append([]any{envID}, shared.args()...), records)...).Error
+}
