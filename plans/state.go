@@ -77,6 +77,10 @@ type postState struct {
 	// readable reports the kinds whose resources the answers may name
 	// (see referrerPhrases); nil: every kind.
 	readable func(config.Kind) bool
+	// referrersOf indexes, per referenced kind, the referrers of each of
+	// its keys (see referrers): built at the first question about the
+	// kind, since a postState is not changed once it is read.
+	referrersOf map[config.Kind]map[string][]string
 }
 
 func (p *postState) spec(k config.Kind, key string) (json.RawMessage, bool) {
@@ -114,20 +118,48 @@ func (p *postState) each(k config.Kind, fn func(key string, spec json.RawMessage
 	}
 }
 
-// referrers lists the post-plan resources that reference kind/key.
+// referrers lists the post-plan resources that reference kind/key, each
+// once, by referencing kind (referencedBy's order) then key. The slice is
+// shared: callers only read it.
+//
+// The resources of the referencing kinds are read once per kind k, into
+// an index of every key of k they reference: a plan deleting n resources
+// asks n times, and reading them all for each question made the checks of
+// a plan that deletes 1,000 apis cost 1,000 × 1,000 visits.
 func (p *postState) referrers(k config.Kind, key string) []string {
-	var out []string
+	idx, ok := p.referrersOf[k]
+	if !ok {
+		idx = p.indexReferrers(k)
+		if p.referrersOf == nil {
+			p.referrersOf = map[config.Kind]map[string][]string{}
+		}
+		p.referrersOf[k] = idx
+	}
+	return idx[key]
+}
+
+// indexReferrers maps each key of kind k that a post-plan resource
+// references to the resources referencing it, in referrers' order.
+func (p *postState) indexReferrers(k config.Kind) map[string][]string {
+	idx := map[string][]string{}
 	for _, rk := range referencedBy[k] {
 		p.each(rk, func(rkey string, spec json.RawMessage) {
+			name := ""
 			for _, ref := range config.References(rk, rkey, spec) {
-				if ref.Kind == k && ref.Key == key {
-					out = append(out, resourceRef(rk, rkey))
-					return
+				if ref.Kind != k {
+					continue
+				}
+				if name == "" {
+					name = resourceRef(rk, rkey)
+				}
+				// A referrer naming a key again was appended last.
+				if refs := idx[ref.Key]; len(refs) == 0 || refs[len(refs)-1] != name {
+					idx[ref.Key] = append(idx[ref.Key], name)
 				}
 			}
 		})
 	}
-	return out
+	return idx
 }
 
 // resolve checks a reference against the post-plan state: the target
