@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // Stored plan statuses. An applying plan whose lease has passed, and a
@@ -37,14 +39,128 @@ func (k PlanKey) where() (string, string, string) {
 	return "environment_id = ? AND id = ?", k.EnvironmentID, k.ID
 }
 
-// LoadPlan reads a stored plan (ErrNotFound when there is none).
+// LoadPlan reads a stored plan (ErrNotFound when there is none). On
+// PostgreSQL changes larger than changesPiece are read by ReadChanges.
 func (r Reader) LoadPlan(ctx context.Context, k PlanKey) (*PlanRow, error) {
 	var row PlanRow
 	q, env, id := k.where()
-	if err := r.q(ctx).Where(q, env, id).Take(&row).Error; err != nil {
+	g := r.q(ctx)
+	if !r.sqlite {
+		g = g.Select(planColumns("config_plans"))
+	}
+	if err := g.Where(q, env, id).Take(&row).Error; err != nil {
 		return nil, interpretError(err)
 	}
+	if err := r.CompleteChanges(ctx, &row); err != nil {
+		return nil, err
+	}
 	return &row, nil
+}
+
+// changesPiece is the most bytes of a plan's stored changes that one row
+// read on PostgreSQL carries. pgx reads a row into one buffer of its pool
+// (pgproto3's chunkReader, from internal/iobufpool), grown to the next
+// power of two of the row's size and kept in the pool after the row: a
+// plan's 10 MiB of changes read as one row left a 16 MiB buffer in the
+// heap, beside the changes' own copy, until two collections later (issue
+// 34, P5). A row of at most changesPiece bytes of changes and a few
+// columns stays within 1 MiB.
+const changesPiece = 1<<20 - 4<<10
+
+// planColumnList is the select list of planColumns after its alias.
+var planColumnList = sync.OnceValue(func() []string {
+	s, err := schema.Parse(&PlanRow{}, &sync.Map{}, schema.NamingStrategy{})
+	if err != nil {
+		panic(err)
+	}
+	var cols []string
+	for _, f := range s.Fields {
+		if f.DBName != "" && f.DBName != "changes" && f.DBName != "changes_bytes" {
+			cols = append(cols, f.DBName)
+		}
+	}
+	return cols
+})
+
+// planColumns is the select list of a plan's row on PostgreSQL, of the
+// table or subquery alias: every column of PlanRow, the changes only when
+// they take at most changesPiece bytes (NULL otherwise), and their size as
+// changes_bytes (octet_length of a text reads its stored header, not the
+// value). A row read with it is completed by CompleteChanges.
+func planColumns(alias string) string {
+	var b strings.Builder
+	for _, c := range planColumnList() {
+		b.WriteString(alias + "." + c + ", ")
+	}
+	size := "octet_length(" + alias + ".changes::text)"
+	fmt.Fprintf(&b, "CASE WHEN %s <= %d THEN %s.changes END AS changes, %s AS changes_bytes", size, changesPiece, alias, size)
+	return b.String()
+}
+
+// Complete reports whether the row holds its changes: read whole, or
+// small enough to come with a row of planColumns.
+func (row *PlanRow) Complete() bool {
+	return row.Changes != nil || row.ChangesBytes == 0
+}
+
+// CompleteChanges reads the changes of a row read by planColumns without
+// them (ReadChanges); a row that holds them is left as it is.
+func (r Reader) CompleteChanges(ctx context.Context, row *PlanRow) error {
+	if row.Complete() {
+		return nil
+	}
+	changes, err := r.ReadChanges(ctx, PlanKey{EnvironmentID: row.EnvironmentID, ID: row.ID}, row.ChangesBytes)
+	if err != nil {
+		return err
+	}
+	row.Changes = changes
+	return nil
+}
+
+// ReadChanges reads the stored changes of the plan k, n bytes (its
+// changes_bytes), on PostgreSQL in rows of changesPiece bytes, which it
+// puts together in one slice of n bytes: one statement, whose value is
+// detoasted once (the subquery, not pulled up for its OFFSET 0) and cut
+// by the series of its pieces. A plan's changes never change once it is
+// stored. ErrNotFound when the plan is gone.
+func (r Reader) ReadChanges(ctx context.Context, k PlanKey, n int64) (JSON, error) {
+	if r.sqlite {
+		row, err := r.LoadPlan(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		return row.Changes, nil
+	}
+	rs, err := r.q(ctx).Raw(`SELECT i, substring(c.b FROM i * ? + 1 FOR ?)
+		FROM (SELECT convert_to(changes::text, 'UTF8') AS b FROM config_plans WHERE environment_id = ? AND id = ? OFFSET 0) c,
+			generate_series(0, (octet_length(c.b) - 1) / ?) i`, changesPiece, changesPiece, k.EnvironmentID, k.ID, changesPiece).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rs.Close()
+	out := make(JSON, n)
+	var got int64
+	for rs.Next() {
+		var i int64
+		var piece sql.RawBytes
+		if err := rs.Scan(&i, &piece); err != nil {
+			return nil, err
+		}
+		if i < 0 || i*changesPiece+int64(len(piece)) > n {
+			return nil, fmt.Errorf("plan %s: its changes are larger than the %d bytes read with its row", k.ID, n)
+		}
+		got += int64(copy(out[i*changesPiece:], piece))
+	}
+	if err := rs.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	switch {
+	case got == 0:
+		return nil, ErrNotFound
+	case got != n:
+		return nil, fmt.Errorf("plan %s: %d bytes of changes read, %d stored", k.ID, got, n)
+	}
+	return out, nil
 }
 
 // PlanFilter selects a page of an environment's plans, newest first.
@@ -97,12 +213,18 @@ const maxSetQueries = 64
 
 // ListPlans reads up to f.Limit plans of the environment older than
 // f.Before, newest first, whose stored status can be f.Status and, unless
-// f.AllTypeSets, whose type set is one of f.TypeSets.
+// f.AllTypeSets, whose type set is one of f.TypeSets. On PostgreSQL a
+// row's changes larger than changesPiece are not read (planColumns): the
+// caller reads those of the plans it answers with (CompleteChanges), not
+// those of the row that only tells that there are more.
 func (r Reader) ListPlans(ctx context.Context, f PlanFilter) ([]PlanRow, error) {
 	var rows []PlanRow
 	statuses := storedStatuses(f.Status)
 	if f.AllTypeSets || len(f.TypeSets)*len(statuses) > maxSetQueries {
 		q := r.q(ctx).Model(&PlanRow{}).Where("environment_id = ?", f.EnvironmentID)
+		if !r.sqlite {
+			q = q.Select(planColumns("config_plans"))
+		}
 		if f.Before != "" {
 			q = q.Where("id < ?", f.Before)
 		}
@@ -132,7 +254,12 @@ func (r Reader) ListPlans(ctx context.Context, f PlanFilter) ([]PlanRow, error) 
 	var args []any
 	for _, set := range f.TypeSets {
 		for _, st := range statuses {
-			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT * FROM config_plans WHERE %s ORDER BY id DESC LIMIT ?) AS s%d", cond, len(parts)))
+			alias := fmt.Sprintf("s%d", len(parts))
+			cols := "*"
+			if !r.sqlite {
+				cols = planColumns(alias)
+			}
+			parts = append(parts, fmt.Sprintf("SELECT %s FROM (SELECT * FROM config_plans WHERE %s ORDER BY id DESC LIMIT ?) AS %s", cols, cond, alias))
 			args = append(args, f.EnvironmentID, set, st)
 			if f.Before != "" {
 				args = append(args, f.Before)
