@@ -384,7 +384,10 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 			r.EnvironmentID, mustRecords(r.Kinds))
 		q.add("e", "UPDATE environments SET generation = generation + 1 WHERE id = ?", r.EnvironmentID)
 	}
-	prune, revision := tx.addRevision(&q, r)
+	prune, revision, err := tx.addRevision(ctx, &q, r)
+	if err != nil {
+		return false, 0, err
+	}
 	if len(r.Logs) > 0 {
 		q.add("l", `INSERT INTO management_logs (environment_id, id, type, created_at, api_key_id, request_id, plan_id, revision_id, data)
 			SELECT ?, t.id, t.type, t.created_at, t.api_key_id, t.request_id, t.plan_id, t.revision_id, t.data
@@ -439,10 +442,11 @@ func (q *withQuery) add(name, sql string, a ...any) {
 // addRevision adds the prune of the environment's revisions to q, and
 // returns the select of its count and the insert of the revision, which
 // the caller adds last (its resources are the statement's last parameter).
-// Without a revision it adds nothing.
-func (tx *Tx) addRevision(q *withQuery, r ApplyRecord) (prune string, insert func()) {
+// Resources over largeParameter are sent before, in pieces (sendRevision),
+// and are no parameter. Without a revision it adds nothing.
+func (tx *Tx) addRevision(ctx context.Context, q *withQuery, r ApplyRecord) (prune string, insert func(), err error) {
 	if r.Revision == nil {
-		return "SELECT 0", nil
+		return "SELECT 0", nil, nil
 	}
 	types, _ := json.Marshal(r.Revision.Types)
 	counts, _ := json.Marshal(r.Revision.Counts)
@@ -450,17 +454,63 @@ func (tx *Tx) addRevision(q *withQuery, r ApplyRecord) (prune string, insert fun
 	// be one more copy of the revision (up to 10 MiB) while it is sent.
 	// The parameter is json by its cast, which pgx encodes from bytes
 	// as they are.
+	resources, args := "?::json", []any{r.Resources}
+	if len(r.Resources) > largeParameter {
+		if err := tx.sendRevision(ctx, r.Resources); err != nil {
+			return "", nil, err
+		}
+		resources, args = "current_setting('"+revisionSetting+"')::json", nil
+	}
 	insert = func() {
 		q.add("r", `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, created_at, expires_at, resources)
-			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?::json)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
-			r.Revision.CreatedAt, r.Revision.ExpiresAt, r.Resources)
+			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, `+resources+`)`, append([]any{r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
+			r.Revision.CreatedAt, r.Revision.ExpiresAt}, args...)...)
 	}
 	// The statement does not see the revision it inserts: of the
 	// others, the Keep-1 newest stay.
 	q.add("pr", `DELETE FROM config_revisions WHERE environment_id = ? AND id <> ? AND (expires_at <= ? OR id IN (
 		SELECT id FROM config_revisions WHERE environment_id = ? AND id <> ? ORDER BY id DESC OFFSET ?))`,
 		r.EnvironmentID, r.Revision.ID, tx.Now, r.EnvironmentID, r.Revision.ID, max(r.Keep-1, 0))
-	return "SELECT count(*) FROM pr", insert
+	return "SELECT count(*) FROM pr", insert, nil
+}
+
+// revisionSetting is the setting of the transaction that sendRevision
+// puts a revision's resources in.
+const revisionSetting = "keenauth.revision"
+
+// revisionPiece is the most bytes of a revision's resources that one
+// statement of sendRevision carries.
+const revisionPiece = 1<<20 - 4<<10
+
+// sendRevision puts resources (an encoded revision) in the transaction's
+// setting revisionSetting, in statements of at most revisionPiece bytes
+// each, cut between characters: the record's statement reads them there.
+// Sent as its parameter, the revision (up to 10 MiB) was held three times
+// while the statement was sent: its encoding, pgx's parameter buffer and
+// the Bind message (issue 34, P5); in pieces, the two copies are of one
+// piece. The setting is local to the transaction (set_config's is_local):
+// it is gone at its end, committed or not. Each statement answers the
+// setting's length, not the setting, which is checked.
+func (tx *Tx) sendRevision(ctx context.Context, resources []byte) error {
+	for start := 0; start < len(resources); {
+		end := min(start+revisionPiece, len(resources))
+		for end < len(resources) && end > start && resources[end]&0xC0 == 0x80 {
+			end-- // a continuation byte of UTF-8: the character goes in the next piece
+		}
+		set := "?"
+		if start > 0 {
+			set = "current_setting('" + revisionSetting + "') || ?"
+		}
+		var n int
+		if err := scanRaw(tx.q(ctx).Raw("SELECT octet_length(set_config('"+revisionSetting+"', "+set+", true))", resources[start:end]), &n); err != nil {
+			return err
+		}
+		if n != end {
+			return fmt.Errorf("the revision's setting holds %d bytes after %d were sent", n, end)
+		}
+		start = end
+	}
+	return nil
 }
 
 // recordApplyOutcomeEach is RecordApplyOutcome one statement at a time.
