@@ -442,7 +442,7 @@ func (q *withQuery) add(name, sql string, a ...any) {
 // addRevision adds the prune of the environment's revisions to q, and
 // returns the select of its count and the insert of the revision, which
 // the caller adds last (its resources are the statement's last parameter).
-// Resources over largeParameter are sent before, in pieces (sendRevision),
+// Resources over largeParameter are sent before, in pieces (sendSetting),
 // and are no parameter. Without a revision it adds nothing.
 func (tx *Tx) addRevision(ctx context.Context, q *withQuery, r ApplyRecord) (prune string, insert func(), err error) {
 	if r.Revision == nil {
@@ -456,7 +456,7 @@ func (tx *Tx) addRevision(ctx context.Context, q *withQuery, r ApplyRecord) (pru
 	// as they are.
 	resources, args := "?::json", []any{r.Resources}
 	if len(r.Resources) > largeParameter {
-		if err := tx.sendRevision(ctx, r.Resources); err != nil {
+		if err := sendSetting(ctx, tx.q(ctx), revisionSetting, r.Resources); err != nil {
 			return "", nil, err
 		}
 		resources, args = "current_setting('"+revisionSetting+"')::json", nil
@@ -474,44 +474,11 @@ func (tx *Tx) addRevision(ctx context.Context, q *withQuery, r ApplyRecord) (pru
 	return "SELECT count(*) FROM pr", insert, nil
 }
 
-// revisionSetting is the setting of the transaction that sendRevision
-// puts a revision's resources in.
+// revisionSetting is the setting of the transaction that a revision's
+// resources over largeParameter are sent to (addRevision): as the
+// record's parameter they were held three times while it was sent (issue
+// 34, P5).
 const revisionSetting = "keenauth.revision"
-
-// revisionPiece is the most bytes of a revision's resources that one
-// statement of sendRevision carries.
-const revisionPiece = 1<<20 - 4<<10
-
-// sendRevision puts resources (an encoded revision) in the transaction's
-// setting revisionSetting, in statements of at most revisionPiece bytes
-// each, cut between characters: the record's statement reads them there.
-// Sent as its parameter, the revision (up to 10 MiB) was held three times
-// while the statement was sent: its encoding, pgx's parameter buffer and
-// the Bind message (issue 34, P5); in pieces, the two copies are of one
-// piece. The setting is local to the transaction (set_config's is_local):
-// it is gone at its end, committed or not. Each statement answers the
-// setting's length, not the setting, which is checked.
-func (tx *Tx) sendRevision(ctx context.Context, resources []byte) error {
-	for start := 0; start < len(resources); {
-		end := min(start+revisionPiece, len(resources))
-		for end < len(resources) && end > start && resources[end]&0xC0 == 0x80 {
-			end-- // a continuation byte of UTF-8: the character goes in the next piece
-		}
-		set := "?"
-		if start > 0 {
-			set = "current_setting('" + revisionSetting + "') || ?"
-		}
-		var n int
-		if err := scanRaw(tx.q(ctx).Raw("SELECT octet_length(set_config('"+revisionSetting+"', "+set+", true))", resources[start:end]), &n); err != nil {
-			return err
-		}
-		if n != end {
-			return fmt.Errorf("the revision's setting holds %d bytes after %d were sent", n, end)
-		}
-		start = end
-	}
-	return nil
-}
 
 // recordApplyOutcomeEach is RecordApplyOutcome one statement at a time.
 func (tx *Tx) recordApplyOutcomeEach(ctx context.Context, r ApplyRecord) (bool, int, error) {

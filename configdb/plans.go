@@ -292,7 +292,11 @@ func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow, ev PlanEventRow) err
 
 // insertPlanOnce is InsertPlan's statement on PostgreSQL, which leaves a
 // plan already stored under row's id as it is: stored reports whether
-// this statement stored the plan and its event.
+// this statement stored the plan and its event. Changes over
+// largeParameter are no parameter of it: they are sent before it, in
+// pieces, to a setting of its transaction (sendSetting), which it reads;
+// on the pool, the pieces and the statement are a transaction of their
+// own.
 func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow) (stored bool, err error) {
 	// The plan's INSERT is GORM's own, built and not run, so that it
 	// follows the model; its parameters are numbered ($n), and so are the
@@ -303,41 +307,83 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 	}
 	events, evArgs := eventFrom("p", tx.Now, ev)
 	tx.announce(ev)
-	stmt, args := "WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)
-	if _, inTx := tx.g.Statement.ConnPool.(*sql.Tx); inTx || len(row.Changes) <= largeParameter {
+	values, vars := ins.SQL.String(), ins.Vars
+	large := len(row.Changes) > largeParameter
+	if large {
+		// The changes are the INSERT's last parameter
+		// (TestPlanChangesAreTheLastParameterOfItsInsert), the last of
+		// its values.
+		last := "$" + strconv.Itoa(len(vars)) + ")"
+		if strings.Count(values, last) != 1 {
+			return false, fmt.Errorf("the plan's INSERT does not end its values with its changes: %s", values)
+		}
+		values = strings.Replace(values, last, "current_setting('"+changesSetting+"')::json)", 1)
+		vars = vars[:len(vars)-1]
+	}
+	stmt, args := "WITH p AS ("+values+" RETURNING 1) "+numbered(events, len(vars)), append(vars, evArgs...)
+	if !large {
 		return rows(tx.q(ctx).Exec(stmt, args...))
 	}
-	// A large plan on the pool: its statement and the release of its
-	// parameters run on one connection.
-	err = tx.q(ctx).Connection(func(c *gorm.DB) error {
-		stored, err = rows(c.Exec(stmt, args...))
-		releaseParameters(ctx, c, len(args))
+	insert := func(g *gorm.DB) (bool, error) {
+		if err := sendSetting(ctx, g, changesSetting, row.Changes); err != nil {
+			return false, err
+		}
+		return rows(g.Exec(stmt, args...))
+	}
+	if _, inTx := tx.g.Statement.ConnPool.(*sql.Tx); inTx {
+		return insert(tx.q(ctx))
+	}
+	err = tx.q(ctx).Transaction(func(g *gorm.DB) error {
+		stored, err = insert(g)
 		return err
 	})
 	return stored, err
 }
 
-// largeParameter is the size of a statement's parameter past which the
-// statement is followed by releaseParameters.
+// largeParameter is the size of a value past which it is sent in pieces
+// (sendSetting) rather than as a statement's parameter. As a parameter a
+// value is held three times while its statement is sent (its own bytes,
+// pgx's parameter buffer and the Bind message), and pgx keeps the slices
+// of its parameter buffer in an array of its connection after the
+// statement (ExtendedQueryBuilder.reset shortens ParamValues to 0 but
+// keeps its elements when it has at most 64): a plan's changes, up to
+// 10 MiB, stayed held by a connection idle in the pool (issue 34, P5).
 const largeParameter = 1 << 20
 
-// releaseParameters runs, on c's connection, a statement of n small
-// parameters, after one of n parameters of which one was large. pgx
-// encodes a statement's parameters into one buffer and keeps, after the
-// statement, the slices of it in an array of its connection
-// (ExtendedQueryBuilder.reset shortens ParamValues to 0 but keeps its
-// elements when it has at most 64), so the whole buffer stays reachable
-// until the connection's next statement overwrites every slot: a plan's
-// changes, up to 10 MiB, stayed held by a connection idle in the pool, in
-// the live heap of the requests after it (issue 34, P5: the next apply's).
-// A failure leaves the buffer held, nothing else: it is not reported.
-func releaseParameters(ctx context.Context, c *gorm.DB, n int) {
-	cols := strings.Repeat("?::int, ", n)
-	ones := make([]any, n)
-	for i := range ones {
-		ones[i] = 1
+// changesSetting is the setting of a transaction that a plan's changes
+// over largeParameter are sent to (insertPlanOnce).
+const changesSetting = "keenauth.changes"
+
+// settingPiece is the most bytes of a value that one statement of
+// sendSetting carries.
+const settingPiece = 1<<20 - 4<<10
+
+// sendSetting puts value, JSON text, in the setting name of g's
+// transaction, in statements of at most settingPiece bytes each, cut
+// between characters, for a statement after them to read
+// (current_setting). The setting is local to the transaction
+// (set_config's is_local): it is gone at its end, committed or not. Each
+// statement answers the setting's length, not the setting; it is checked.
+func sendSetting(ctx context.Context, g *gorm.DB, name string, value []byte) error {
+	for start := 0; start < len(value); {
+		end := min(start+settingPiece, len(value))
+		for end < len(value) && end > start && value[end]&0xC0 == 0x80 {
+			end-- // a continuation byte of UTF-8: the character goes in the next piece
+		}
+		set := "?"
+		if start > 0 {
+			set = "current_setting('" + name + "') || ?"
+		}
+		var n int
+		if err := scanRaw(g.WithContext(ctx).Raw("SELECT octet_length(set_config('"+name+"', "+set+", true))", value[start:end]), &n); err != nil {
+			return err
+		}
+		if n != end {
+			return fmt.Errorf("the setting %s holds %d bytes after %d were sent", name, n, end)
+		}
+		start = end
 	}
-	_ = c.WithContext(context.WithoutCancel(ctx)).Exec("SELECT "+cols[:len(cols)-2], ones...).Error
+	return nil
 }
 
 func errPlanIDTaken(row *PlanRow) error {

@@ -86,3 +86,68 @@ func TestRecordApplyOutcomeStoresTheRevisionsResourcesAsEncoded(t *testing.T) {
 		}
 	}
 }
+
+// TestInsertPlanSendsLargeChangesApart: a plan's changes over 1 MiB are
+// stored byte for byte through a setting of the transaction (and only
+// then), not as the INSERT's parameter; so are they on the pool
+// (CreatePlan), in a transaction of their own.
+func TestInsertPlanSendsLargeChangesApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, now := testEnvironment(t)
+	db := configdb.New(d.DB, func() time.Time { return now }, configdb.Options{})
+	changes := func(n int) configdb.JSON {
+		var b strings.Builder
+		b.WriteString(`[{"spec":"x`)
+		for b.Len() < n {
+			b.WriteString("é✓")
+		}
+		b.WriteString(`"}]`)
+		return configdb.JSON(b.String())
+	}
+	plan := func(id string, c configdb.JSON) (*configdb.PlanRow, configdb.PlanEventRow) {
+		empty := configdb.JSON(`[]`)
+		return &configdb.PlanRow{EnvironmentID: "env_a", ID: id, Status: "planned", Types: configdb.JSON(`["api"]`), TypeSet: "api",
+				ReferencingTypes: empty, Warnings: empty, RequiredSecrets: empty, Summary: configdb.JSON(`{}`), Versions: configdb.JSON(`{}`),
+				Fingerprints: configdb.JSON(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour), CreatedBy: "key_a", Changes: c},
+			configdb.PlanEventRow{EnvironmentID: "env_a", PlanID: id, ID: "evt_" + id, Type: "plan_created", APIKeyID: "key_a", Data: configdb.JSON(`{}`)}
+	}
+	stored := func(id string) string {
+		var got string
+		if err := d.DB.Raw("SELECT changes::text FROM config_plans WHERE environment_id = 'env_a' AND id = ?", id).Scan(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for i, want := range []configdb.JSON{changes(1000), changes(1<<20 - 100), changes(3<<20 + 11)} {
+		id := fmt.Sprintf("cfgp_tx_%d", i)
+		err := db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
+			row, ev := plan(id, want)
+			if err := tx.InsertPlan(ctx, row, ev); err != nil {
+				return err
+			}
+			var setting string
+			if err := tx.Gorm(ctx).Raw("SELECT coalesce(current_setting('keenauth.changes', true), '')").Scan(&setting).Error; err != nil {
+				return err
+			}
+			if large := len(want) > 1<<20; large != (setting == string(want)) || !large && setting != "" {
+				t.Errorf("%s (%d bytes): the transaction's setting holds %d bytes", id, len(want), len(setting))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s (%d bytes): %v", id, len(want), err)
+		}
+		if got := stored(id); got != string(want) {
+			t.Errorf("%s: changes stored as %d bytes, want the %d sent", id, len(got), len(want))
+		}
+		id = fmt.Sprintf("cfgp_pool_%d", i)
+		row, ev := plan(id, want)
+		if err := db.CreatePlan(ctx, now, row, ev); err != nil {
+			t.Fatalf("%s: CreatePlan: %v", id, err)
+		}
+		if got := stored(id); got != string(want) {
+			t.Errorf("%s: changes stored as %d bytes, want the %d sent", id, len(got), len(want))
+		}
+	}
+}
