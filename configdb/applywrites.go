@@ -334,8 +334,11 @@ type ApplyRecord struct {
 	// included) or past their age are pruned.
 	Revision  *revisions.Revision
 	Resources []byte
-	Keep      int
-	Logs      []LogRow
+	// ResourcesSent, on PostgreSQL, tells that the revision's resources
+	// were sent by SendRevision (Resources is then nil).
+	ResourcesSent bool
+	Keep          int
+	Logs          []LogRow
 	// The plan's new state, under the lease of Token, or with Token "" of
 	// a plan that the transaction claimed (LockForApply).
 	Plan    PlanKey
@@ -459,6 +462,8 @@ func (tx *Tx) addRevision(ctx context.Context, q *withQuery, r ApplyRecord) (pru
 		if err := sendSetting(ctx, tx.q(ctx), revisionSetting, r.Resources); err != nil {
 			return "", nil, err
 		}
+	}
+	if len(r.Resources) > largeParameter || r.ResourcesSent {
 		resources, args = "current_setting('"+revisionSetting+"')::json", nil
 	}
 	insert = func() {
@@ -472,6 +477,21 @@ func (tx *Tx) addRevision(ctx context.Context, q *withQuery, r ApplyRecord) (pru
 		SELECT id FROM config_revisions WHERE environment_id = ? AND id <> ? ORDER BY id DESC OFFSET ?))`,
 		r.EnvironmentID, r.Revision.ID, tx.Now, r.EnvironmentID, r.Revision.ID, max(r.Keep-1, 0))
 	return "SELECT count(*) FROM pr", insert, nil
+}
+
+// SendRevision sends a piece of the revision's resources of the apply
+// (revisions.EncodeInPieces: it ends between resources, so between
+// characters), held bytes of them sent before it, to the
+// setting the record reads them from (ApplyRecord.ResourcesSent): the
+// revision is not held whole while it is sent. PostgreSQL only.
+func (tx *Tx) SendRevision(ctx context.Context, held int, piece []byte) error {
+	if tx.sqlite {
+		return fmt.Errorf("a revision is sent in pieces on PostgreSQL only")
+	}
+	if held == 0 {
+		held = -1
+	}
+	return appendSetting(ctx, tx.q(ctx), revisionSetting, held, piece)
 }
 
 // revisionSetting is the setting of the transaction that a revision's

@@ -365,21 +365,28 @@ const settingPiece = 1<<20 - 4<<10
 // (set_config's is_local): it is gone at its end, committed or not. Each
 // statement answers the setting's length, not the setting; it is checked.
 func sendSetting(ctx context.Context, g *gorm.DB, name string, value []byte) error {
+	return appendSetting(ctx, g, name, -1, value)
+}
+
+// appendSetting is sendSetting appending value to the setting, which
+// holds held bytes (-1: value starts it).
+func appendSetting(ctx context.Context, g *gorm.DB, name string, held int, value []byte) error {
 	for start := 0; start < len(value); {
 		end := min(start+settingPiece, len(value))
 		for end < len(value) && end > start && value[end]&0xC0 == 0x80 {
 			end-- // a continuation byte of UTF-8: the character goes in the next piece
 		}
 		set := "?"
-		if start > 0 {
+		if held >= 0 {
 			set = "current_setting('" + name + "') || ?"
 		}
 		var n int
 		if err := scanRaw(g.WithContext(ctx).Raw("SELECT octet_length(set_config('"+name+"', "+set+", true))", value[start:end]), &n); err != nil {
 			return err
 		}
-		if n != end {
-			return fmt.Errorf("the setting %s holds %d bytes after %d were sent", name, n, end)
+		held = max(held, 0) + end - start
+		if n != held {
+			return fmt.Errorf("the setting %s holds %d bytes, %d were sent", name, n, held)
 		}
 		start = end
 	}

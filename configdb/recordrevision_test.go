@@ -151,3 +151,44 @@ func TestInsertPlanSendsLargeChangesApart(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordApplyOutcomeStoresTheRevisionSentInPieces: resources sent by
+// SendRevision, pieces of any size (over 1 MiB too, cut again between
+// characters), are what the record stores with ResourcesSent.
+func TestRecordApplyOutcomeStoresTheRevisionSentInPieces(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, now := testEnvironment(t)
+	db := configdb.New(d.DB, func() time.Time { return now }, configdb.Options{})
+	var b strings.Builder
+	b.WriteString(`["x`)
+	for b.Len() < 3<<20 {
+		b.WriteString("é✓")
+	}
+	b.WriteString(`"]`)
+	want := b.String()
+	err := db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
+		sent := 0
+		for _, end := range []int{1, 3, 100_003, 2<<20 + 3, len(want)} { // between characters, as EncodeInPieces ends its pieces between resources
+			if err := tx.SendRevision(ctx, sent, []byte(want[sent:end])); err != nil {
+				return err
+			}
+			sent = end
+		}
+		_, _, err := tx.RecordApplyOutcome(ctx, configdb.ApplyRecord{EnvironmentID: "env_a", Keep: 50,
+			Revision: &revisions.Revision{EnvironmentID: "env_a", ID: "rev_sent", PlanID: "cfgp_none", Types: []string{"api"},
+				CreatedAt: now, ExpiresAt: now.Add(time.Hour)},
+			ResourcesSent: true, Plan: configdb.PlanKey{EnvironmentID: "env_a", ID: "cfgp_none"}, Token: "t"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := d.DB.Raw("SELECT resources::text FROM config_revisions WHERE environment_id = 'env_a' AND id = 'rev_sent'").Scan(&got).Error; err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("resources stored as %d bytes, want the %d sent", len(got), len(want))
+	}
+}
