@@ -383,8 +383,11 @@ type ApplyRecord struct {
 	// included) or past their age are pruned.
 	Revision  *revisions.Revision
 	Resources []byte
-	Keep      int
-	Logs      []LogRow
+	// ResourcesSent, on PostgreSQL, tells that the revision's resources
+	// were sent by SendRevision (Resources is then nil).
+	ResourcesSent bool
+	Keep          int
+	Logs          []LogRow
 	// The plan's new state, under the lease of Token, or with Token "" of
 	// a plan that the transaction claimed (LockForApply).
 	Plan    PlanKey
@@ -433,7 +436,10 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 			r.EnvironmentID, mustRecords(r.Kinds))
 		q.add("e", "UPDATE environments SET generation = generation + 1 WHERE id = ?", r.EnvironmentID)
 	}
-	prune, revision := tx.addRevision(&q, r)
+	prune, revision, err := tx.addRevision(ctx, &q, r)
+	if err != nil {
+		return false, 0, err
+	}
 	if len(r.Logs) > 0 {
 		records, shared := logRecords(r.Logs)
 		q.add("l", logInsert, append(append([]any{r.EnvironmentID}, shared.args()...), records)...)
@@ -486,10 +492,11 @@ func (q *withQuery) add(name, sql string, a ...any) {
 // addRevision adds the prune of the environment's revisions to q, and
 // returns the select of its count and the insert of the revision, which
 // the caller adds last (its resources are the statement's last parameter).
-// Without a revision it adds nothing.
-func (tx *Tx) addRevision(q *withQuery, r ApplyRecord) (prune string, insert func()) {
+// Resources over largeParameter are sent before, in pieces (sendSetting),
+// and are no parameter. Without a revision it adds nothing.
+func (tx *Tx) addRevision(ctx context.Context, q *withQuery, r ApplyRecord) (prune string, insert func(), err error) {
 	if r.Revision == nil {
-		return "SELECT 0", nil
+		return "SELECT 0", nil, nil
 	}
 	types, _ := json.Marshal(r.Revision.Types)
 	counts, _ := json.Marshal(r.Revision.Counts)
@@ -497,18 +504,48 @@ func (tx *Tx) addRevision(q *withQuery, r ApplyRecord) (prune string, insert fun
 	// be one more copy of the revision (up to 10 MiB) while it is sent.
 	// The parameter is json by its cast, which pgx encodes from bytes
 	// as they are.
+	resources, args := "?::json", []any{r.Resources}
+	if len(r.Resources) > largeParameter {
+		if err := sendSetting(ctx, tx.q(ctx), revisionSetting, r.Resources); err != nil {
+			return "", nil, err
+		}
+	}
+	if len(r.Resources) > largeParameter || r.ResourcesSent {
+		resources, args = "current_setting('"+revisionSetting+"')::json", nil
+	}
 	insert = func() {
 		q.add("r", `INSERT INTO config_revisions (environment_id, id, plan_id, types, counts, created_at, expires_at, resources)
-			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?::json)`, r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
-			r.Revision.CreatedAt, r.Revision.ExpiresAt, r.Resources)
+			VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, `+resources+`)`, append([]any{r.EnvironmentID, r.Revision.ID, r.Revision.PlanID, string(types), string(counts),
+			r.Revision.CreatedAt, r.Revision.ExpiresAt}, args...)...)
 	}
 	// The statement does not see the revision it inserts: of the
 	// others, the Keep-1 newest stay.
 	q.add("pr", `DELETE FROM config_revisions WHERE environment_id = ? AND id <> ? AND (expires_at <= ? OR id IN (
 		SELECT id FROM config_revisions WHERE environment_id = ? AND id <> ? ORDER BY id DESC OFFSET ?))`,
 		r.EnvironmentID, r.Revision.ID, tx.Now, r.EnvironmentID, r.Revision.ID, max(r.Keep-1, 0))
-	return "SELECT count(*) FROM pr", insert
+	return "SELECT count(*) FROM pr", insert, nil
 }
+
+// SendRevision sends a piece of the revision's resources of the apply
+// (revisions.EncodeInPieces: it ends between resources, so between
+// characters), held bytes of them sent before it, to the
+// setting the record reads them from (ApplyRecord.ResourcesSent): the
+// revision is not held whole while it is sent. PostgreSQL only.
+func (tx *Tx) SendRevision(ctx context.Context, held int, piece []byte) error {
+	if tx.sqlite {
+		return fmt.Errorf("a revision is sent in pieces on PostgreSQL only")
+	}
+	if held == 0 {
+		held = -1
+	}
+	return appendSetting(ctx, tx.q(ctx), revisionSetting, held, piece)
+}
+
+// revisionSetting is the setting of the transaction that a revision's
+// resources over largeParameter are sent to (addRevision): as the
+// record's parameter they were held three times while it was sent (issue
+// 34, P5).
+const revisionSetting = "keenauth.revision"
 
 // recordApplyOutcomeEach is RecordApplyOutcome one statement at a time.
 func (tx *Tx) recordApplyOutcomeEach(ctx context.Context, r ApplyRecord) (bool, int, error) {

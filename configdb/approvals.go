@@ -89,7 +89,8 @@ type ReviewedPlan struct {
 // LoadReviewedPlan reads the plan k, its approvals and its environment's
 // policies (ErrNotFound when there is no such plan). On PostgreSQL it is
 // one statement, where LoadPlan, Approvals and LoadPolicies are three
-// round trips: the approvals come as one json value of the plan's row.
+// round trips: the approvals come as one json value of the plan's row, and
+// changes over changesPiece bytes with a second statement (ReadChanges).
 func (r Reader) LoadReviewedPlan(ctx context.Context, k PlanKey) (ReviewedPlan, error) {
 	if r.sqlite {
 		return r.loadReviewedPlanEach(ctx, k)
@@ -100,7 +101,7 @@ func (r Reader) LoadReviewedPlan(ctx context.Context, k PlanKey) (ReviewedPlan, 
 		ReviewApprovals JSON
 	}
 	found := false
-	err := scanRawFound(r.q(ctx).Raw(`SELECT cp.*, (SELECT policies FROM environment_policies WHERE environment_id = cp.environment_id) AS review_policies,
+	err := scanRawFound(r.q(ctx).Raw(`SELECT `+planColumns("cp")+`, (SELECT policies FROM environment_policies WHERE environment_id = cp.environment_id) AS review_policies,
 			`+approvalsJSON("cp.environment_id", "cp.id")+` AS review_approvals
 		FROM config_plans cp WHERE cp.environment_id = ? AND cp.id = ?`, k.EnvironmentID, k.ID), &row, &found)
 	if err != nil {
@@ -111,6 +112,9 @@ func (r Reader) LoadReviewedPlan(ctx context.Context, k PlanKey) (ReviewedPlan, 
 	}
 	approvals, err := approvalRows(k, row.ReviewApprovals)
 	if err != nil {
+		return ReviewedPlan{}, err
+	}
+	if err := r.CompleteChanges(ctx, &row.PlanRow); err != nil {
 		return ReviewedPlan{}, err
 	}
 	return ReviewedPlan{Plan: &row.PlanRow, Approvals: approvals, Policies: row.ReviewPolicies}, nil

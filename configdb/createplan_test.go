@@ -17,8 +17,8 @@ import (
 // cut after, the statement runs again and finds the plan it stored under
 // the same id. Either way one plan with one event, and no error. A plan
 // already under the id on the first attempt is not the caller's: an error.
-// The same holds for a plan over 1 MiB, whose statement runs on a
-// connection of its own followed by a small one (releaseParameters): its
+// The same holds for a plan over 1 MiB, whose statement runs in a
+// transaction after its changes were sent in pieces (sendSetting): its
 // changes are stored whole.
 func TestCreatePlanRunsAgainAfterALostStatementAndFindsItsPlan(t *testing.T) {
 	t.Parallel()

@@ -1,6 +1,10 @@
 package configdb
 
-import "gorm.io/gorm"
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
 
 // InsertLogsAsApplied writes logs as an apply's record does (logInsert,
 // with logRecords' parameters), for the tests of package configdb_test.
@@ -8,3 +12,6 @@ func InsertLogsAsApplied(g *gorm.DB, envID string, logs []LogRow) error {
 	records, shared := logRecords(logs)
 	return g.Exec(logInsert, append(append([]any{envID}, shared.args()...), records)...).Error
 }
+
+// Gorm is the transaction's handle, for the tests' own statements in it.
+func (tx *Tx) Gorm(ctx context.Context) *gorm.DB { return tx.q(ctx) }

@@ -68,6 +68,7 @@ func TestLoadPlanReadsItsChangesAsStoredWhateverTheirSize(t *testing.T) {
 		// the stored values normalised the same way.
 		want := *row
 		want.Changes = got.Changes
+		want.ChangesBytes = int64(len(c.changes)) // read with the row on PostgreSQL
 		for _, f := range []*configdb.JSON{&want.Types, &want.ReferencingTypes, &want.Warnings, &want.RequiredSecrets, &want.Summary,
 			&want.Versions, &want.Fingerprints, &want.Moved} {
 			var norm string
@@ -86,5 +87,83 @@ func TestLoadPlanReadsItsChangesAsStoredWhateverTheirSize(t *testing.T) {
 	}
 	if _, err := db.LoadPlan(ctx, configdb.PlanKey{EnvironmentID: "env_b", ID: "cfgp_large"}); !errors.Is(err, configdb.ErrNotFound) {
 		t.Errorf("LoadPlan of another environment's plan: %v, want ErrNotFound", err)
+	}
+}
+
+// TestPlanReadsCarryChangesOverAPieceApart: on PostgreSQL a list of plans
+// reads with each row the changes of at most a piece (1 MiB less 4 KiB),
+// and of a larger plan only their size, whichever of its two statements
+// reads the page; CompleteChanges (ReadChanges, in pieces) then gives the
+// changes byte for byte, characters beyond ASCII cut at a piece's end
+// included. A plan gone since is ErrNotFound.
+func TestPlanReadsCarryChangesOverAPieceApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, now := testEnvironment(t)
+	db := configdb.New(d.DB, func() time.Time { return now }, configdb.Options{})
+	// n bytes of changes whose every piece's end falls inside a character
+	// of two or three bytes.
+	changes := func(n int) configdb.JSON {
+		var b strings.Builder
+		b.WriteString(`[{"spec":"x`) // 11 bytes: a piece (1,044,480 bytes) ends 2 bytes into a ✓
+		for b.Len() < n-3 {
+			b.WriteString("é✓")
+		}
+		b.WriteString(`"}]`)
+		return configdb.JSON(b.String())
+	}
+	stored := map[string]configdb.JSON{
+		"cfgp_a_small": changes(1000),
+		"cfgp_b_piece": changes(1<<20 - 4<<10 - 2),
+		"cfgp_c_large": changes(3<<20 + 7),
+		"cfgp_d_large": changes(1<<20 + 1),
+	}
+	for id, c := range stored {
+		row := &configdb.PlanRow{EnvironmentID: "env_a", ID: id, Status: "planned", Types: configdb.JSON(`["api"]`), TypeSet: "api",
+			ReferencingTypes: configdb.JSON(`[]`), Warnings: configdb.JSON(`[]`), RequiredSecrets: configdb.JSON(`[]`),
+			Summary: configdb.JSON(`{}`), Versions: configdb.JSON(`{}`), Fingerprints: configdb.JSON(`{}`),
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour), CreatedBy: "key_a", Changes: c}
+		ev := configdb.PlanEventRow{EnvironmentID: "env_a", PlanID: id, ID: "evt_" + id, Type: "plan_created", APIKeyID: "key_a", Data: configdb.JSON(`{}`)}
+		if err := db.CreatePlan(ctx, now, row, ev); err != nil {
+			t.Fatalf("%s: CreatePlan: %v", id, err)
+		}
+	}
+	for _, f := range []configdb.PlanFilter{
+		{EnvironmentID: "env_a", Limit: 10, Now: now, AllTypeSets: true},                 // one statement over the table
+		{EnvironmentID: "env_a", Limit: 10, Now: now, TypeSets: []string{"api", "role"}}, // one per set and status
+	} {
+		rows, err := db.ListPlans(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != len(stored) {
+			t.Fatalf("ListPlans(all %v) read %d plans, want %d", f.AllTypeSets, len(rows), len(stored))
+		}
+		for i := range rows {
+			row := &rows[i]
+			want := stored[row.ID]
+			if row.ChangesBytes != int64(len(want)) {
+				t.Errorf("all %v: %s: changes_bytes %d, want %d", f.AllTypeSets, row.ID, row.ChangesBytes, len(want))
+			}
+			large := len(want) > 1<<20-4<<10
+			if row.Complete() == large {
+				t.Errorf("all %v: %s (%d bytes): read with its changes: %v, want %v", f.AllTypeSets, row.ID, len(want), row.Complete(), !large)
+			}
+			if !large && string(row.Changes) != string(want) {
+				t.Errorf("all %v: %s: changes read with the row differ from those stored", f.AllTypeSets, row.ID)
+			}
+			if err := db.CompleteChanges(ctx, row); err != nil {
+				t.Fatalf("all %v: %s: CompleteChanges: %v", f.AllTypeSets, row.ID, err)
+			}
+			if string(row.Changes) != string(want) {
+				t.Errorf("all %v: %s: changes read in pieces differ from those stored (%d bytes, %d stored)", f.AllTypeSets, row.ID, len(row.Changes), len(want))
+			}
+		}
+	}
+	if err := d.DB.Exec("DELETE FROM config_plans WHERE id = 'cfgp_c_large'").Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ReadChanges(ctx, configdb.PlanKey{EnvironmentID: "env_a", ID: "cfgp_c_large"}, 3<<20+7); !errors.Is(err, configdb.ErrNotFound) {
+		t.Errorf("ReadChanges of a deleted plan: %v, want ErrNotFound", err)
 	}
 }

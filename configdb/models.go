@@ -81,6 +81,10 @@ type PlanRow struct {
 	Moved       JSON
 	// Rejection is the rejection of a rejected plan (§17), nil otherwise.
 	Rejection JSON
+	// ChangesBytes is, on PostgreSQL, the size of the stored changes, read
+	// with the row (planColumns); 0 on SQLite and on a row read whole. It
+	// is never written.
+	ChangesBytes int64 `gorm:"->;-:migration"`
 	// Changes, up to 10 MiB, is the last column of the plan's INSERT (its
 	// parameters follow the fields' order): pgx appends the parameters to
 	// one buffer, and one appended after a large value grows the buffer

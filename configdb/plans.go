@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // Stored plan statuses. An applying plan whose lease has passed, and a
@@ -37,14 +39,128 @@ func (k PlanKey) where() (string, string, string) {
 	return "environment_id = ? AND id = ?", k.EnvironmentID, k.ID
 }
 
-// LoadPlan reads a stored plan (ErrNotFound when there is none).
+// LoadPlan reads a stored plan (ErrNotFound when there is none). On
+// PostgreSQL changes larger than changesPiece are read by ReadChanges.
 func (r Reader) LoadPlan(ctx context.Context, k PlanKey) (*PlanRow, error) {
 	var row PlanRow
 	q, env, id := k.where()
-	if err := r.q(ctx).Where(q, env, id).Take(&row).Error; err != nil {
+	g := r.q(ctx)
+	if !r.sqlite {
+		g = g.Select(planColumns("config_plans"))
+	}
+	if err := g.Where(q, env, id).Take(&row).Error; err != nil {
 		return nil, interpretError(err)
 	}
+	if err := r.CompleteChanges(ctx, &row); err != nil {
+		return nil, err
+	}
 	return &row, nil
+}
+
+// changesPiece is the most bytes of a plan's stored changes that one row
+// read on PostgreSQL carries. pgx reads a row into one buffer of its pool
+// (pgproto3's chunkReader, from internal/iobufpool), grown to the next
+// power of two of the row's size and kept in the pool after the row: a
+// plan's 10 MiB of changes read as one row left a 16 MiB buffer in the
+// heap, beside the changes' own copy, until two collections later (issue
+// 34, P5). A row of at most changesPiece bytes of changes and a few
+// columns stays within 1 MiB.
+const changesPiece = 1<<20 - 4<<10
+
+// planColumnList is the select list of planColumns after its alias.
+var planColumnList = sync.OnceValue(func() []string {
+	s, err := schema.Parse(&PlanRow{}, &sync.Map{}, schema.NamingStrategy{})
+	if err != nil {
+		panic(err)
+	}
+	var cols []string
+	for _, f := range s.Fields {
+		if f.DBName != "" && f.DBName != "changes" && f.DBName != "changes_bytes" {
+			cols = append(cols, f.DBName)
+		}
+	}
+	return cols
+})
+
+// planColumns is the select list of a plan's row on PostgreSQL, of the
+// table or subquery alias: every column of PlanRow, the changes only when
+// they take at most changesPiece bytes (NULL otherwise), and their size as
+// changes_bytes (octet_length of a text reads its stored header, not the
+// value). A row read with it is completed by CompleteChanges.
+func planColumns(alias string) string {
+	var b strings.Builder
+	for _, c := range planColumnList() {
+		b.WriteString(alias + "." + c + ", ")
+	}
+	size := "octet_length(" + alias + ".changes::text)"
+	fmt.Fprintf(&b, "CASE WHEN %s <= %d THEN %s.changes END AS changes, %s AS changes_bytes", size, changesPiece, alias, size)
+	return b.String()
+}
+
+// Complete reports whether the row holds its changes: read whole, or
+// small enough to come with a row of planColumns.
+func (row *PlanRow) Complete() bool {
+	return row.Changes != nil || row.ChangesBytes == 0
+}
+
+// CompleteChanges reads the changes of a row read by planColumns without
+// them (ReadChanges); a row that holds them is left as it is.
+func (r Reader) CompleteChanges(ctx context.Context, row *PlanRow) error {
+	if row.Complete() {
+		return nil
+	}
+	changes, err := r.ReadChanges(ctx, PlanKey{EnvironmentID: row.EnvironmentID, ID: row.ID}, row.ChangesBytes)
+	if err != nil {
+		return err
+	}
+	row.Changes = changes
+	return nil
+}
+
+// ReadChanges reads the stored changes of the plan k, n bytes (its
+// changes_bytes), on PostgreSQL in rows of changesPiece bytes, which it
+// puts together in one slice of n bytes: one statement, whose value is
+// detoasted once (the subquery, not pulled up for its OFFSET 0) and cut
+// by the series of its pieces. A plan's changes never change once it is
+// stored. ErrNotFound when the plan is gone.
+func (r Reader) ReadChanges(ctx context.Context, k PlanKey, n int64) (JSON, error) {
+	if r.sqlite {
+		row, err := r.LoadPlan(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		return row.Changes, nil
+	}
+	rs, err := r.q(ctx).Raw(`SELECT i, substring(c.b FROM i * ? + 1 FOR ?)
+		FROM (SELECT convert_to(changes::text, 'UTF8') AS b FROM config_plans WHERE environment_id = ? AND id = ? OFFSET 0) c,
+			generate_series(0, (octet_length(c.b) - 1) / ?) i`, changesPiece, changesPiece, k.EnvironmentID, k.ID, changesPiece).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rs.Close()
+	out := make(JSON, n)
+	var got int64
+	for rs.Next() {
+		var i int64
+		var piece sql.RawBytes
+		if err := rs.Scan(&i, &piece); err != nil {
+			return nil, err
+		}
+		if i < 0 || i*changesPiece+int64(len(piece)) > n {
+			return nil, fmt.Errorf("plan %s: its changes are larger than the %d bytes read with its row", k.ID, n)
+		}
+		got += int64(copy(out[i*changesPiece:], piece))
+	}
+	if err := rs.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	switch {
+	case got == 0:
+		return nil, ErrNotFound
+	case got != n:
+		return nil, fmt.Errorf("plan %s: %d bytes of changes read, %d stored", k.ID, got, n)
+	}
+	return out, nil
 }
 
 // PlanFilter selects a page of an environment's plans, newest first.
@@ -97,12 +213,18 @@ const maxSetQueries = 64
 
 // ListPlans reads up to f.Limit plans of the environment older than
 // f.Before, newest first, whose stored status can be f.Status and, unless
-// f.AllTypeSets, whose type set is one of f.TypeSets.
+// f.AllTypeSets, whose type set is one of f.TypeSets. On PostgreSQL a
+// row's changes larger than changesPiece are not read (planColumns): the
+// caller reads those of the plans it answers with (CompleteChanges), not
+// those of the row that only tells that there are more.
 func (r Reader) ListPlans(ctx context.Context, f PlanFilter) ([]PlanRow, error) {
 	var rows []PlanRow
 	statuses := storedStatuses(f.Status)
 	if f.AllTypeSets || len(f.TypeSets)*len(statuses) > maxSetQueries {
 		q := r.q(ctx).Model(&PlanRow{}).Where("environment_id = ?", f.EnvironmentID)
+		if !r.sqlite {
+			q = q.Select(planColumns("config_plans"))
+		}
 		if f.Before != "" {
 			q = q.Where("id < ?", f.Before)
 		}
@@ -132,7 +254,12 @@ func (r Reader) ListPlans(ctx context.Context, f PlanFilter) ([]PlanRow, error) 
 	var args []any
 	for _, set := range f.TypeSets {
 		for _, st := range statuses {
-			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT * FROM config_plans WHERE %s ORDER BY id DESC LIMIT ?) AS s%d", cond, len(parts)))
+			alias := fmt.Sprintf("s%d", len(parts))
+			cols := "*"
+			if !r.sqlite {
+				cols = planColumns(alias)
+			}
+			parts = append(parts, fmt.Sprintf("SELECT %s FROM (SELECT * FROM config_plans WHERE %s ORDER BY id DESC LIMIT ?) AS %s", cols, cond, alias))
 			args = append(args, f.EnvironmentID, set, st)
 			if f.Before != "" {
 				args = append(args, f.Before)
@@ -165,7 +292,11 @@ func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow, ev PlanEventRow) err
 
 // insertPlanOnce is InsertPlan's statement on PostgreSQL, which leaves a
 // plan already stored under row's id as it is: stored reports whether
-// this statement stored the plan and its event.
+// this statement stored the plan and its event. Changes over
+// largeParameter are no parameter of it: they are sent before it, in
+// pieces, to a setting of its transaction (sendSetting), which it reads;
+// on the pool, the pieces and the statement are a transaction of their
+// own.
 func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow) (stored bool, err error) {
 	// The plan's INSERT is GORM's own, built and not run, so that it
 	// follows the model; its parameters are numbered ($n), and so are the
@@ -176,41 +307,90 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 	}
 	events, evArgs := eventFrom("p", tx.Now, ev)
 	tx.announce(ev)
-	stmt, args := "WITH p AS ("+ins.SQL.String()+" RETURNING 1) "+numbered(events, len(ins.Vars)), append(ins.Vars, evArgs...)
-	if _, inTx := tx.g.Statement.ConnPool.(*sql.Tx); inTx || len(row.Changes) <= largeParameter {
+	values, vars := ins.SQL.String(), ins.Vars
+	large := len(row.Changes) > largeParameter
+	if large {
+		// The changes are the INSERT's last parameter
+		// (TestPlanChangesAreTheLastParameterOfItsInsert), the last of
+		// its values.
+		last := "$" + strconv.Itoa(len(vars)) + ")"
+		if strings.Count(values, last) != 1 {
+			return false, fmt.Errorf("the plan's INSERT does not end its values with its changes: %s", values)
+		}
+		values = strings.Replace(values, last, "current_setting('"+changesSetting+"')::json)", 1)
+		vars = vars[:len(vars)-1]
+	}
+	stmt, args := "WITH p AS ("+values+" RETURNING 1) "+numbered(events, len(vars)), append(vars, evArgs...)
+	if !large {
 		return rows(tx.q(ctx).Exec(stmt, args...))
 	}
-	// A large plan on the pool: its statement and the release of its
-	// parameters run on one connection.
-	err = tx.q(ctx).Connection(func(c *gorm.DB) error {
-		stored, err = rows(c.Exec(stmt, args...))
-		releaseParameters(ctx, c, len(args))
+	insert := func(g *gorm.DB) (bool, error) {
+		if err := sendSetting(ctx, g, changesSetting, row.Changes); err != nil {
+			return false, err
+		}
+		return rows(g.Exec(stmt, args...))
+	}
+	if _, inTx := tx.g.Statement.ConnPool.(*sql.Tx); inTx {
+		return insert(tx.q(ctx))
+	}
+	err = tx.q(ctx).Transaction(func(g *gorm.DB) error {
+		stored, err = insert(g)
 		return err
 	})
 	return stored, err
 }
 
-// largeParameter is the size of a statement's parameter past which the
-// statement is followed by releaseParameters.
+// largeParameter is the size of a value past which it is sent in pieces
+// (sendSetting) rather than as a statement's parameter. As a parameter a
+// value is held three times while its statement is sent (its own bytes,
+// pgx's parameter buffer and the Bind message), and pgx keeps the slices
+// of its parameter buffer in an array of its connection after the
+// statement (ExtendedQueryBuilder.reset shortens ParamValues to 0 but
+// keeps its elements when it has at most 64): a plan's changes, up to
+// 10 MiB, stayed held by a connection idle in the pool (issue 34, P5).
 const largeParameter = 1 << 20
 
-// releaseParameters runs, on c's connection, a statement of n small
-// parameters, after one of n parameters of which one was large. pgx
-// encodes a statement's parameters into one buffer and keeps, after the
-// statement, the slices of it in an array of its connection
-// (ExtendedQueryBuilder.reset shortens ParamValues to 0 but keeps its
-// elements when it has at most 64), so the whole buffer stays reachable
-// until the connection's next statement overwrites every slot: a plan's
-// changes, up to 10 MiB, stayed held by a connection idle in the pool, in
-// the live heap of the requests after it (issue 34, P5: the next apply's).
-// A failure leaves the buffer held, nothing else: it is not reported.
-func releaseParameters(ctx context.Context, c *gorm.DB, n int) {
-	cols := strings.Repeat("?::int, ", n)
-	ones := make([]any, n)
-	for i := range ones {
-		ones[i] = 1
+// changesSetting is the setting of a transaction that a plan's changes
+// over largeParameter are sent to (insertPlanOnce).
+const changesSetting = "keenauth.changes"
+
+// settingPiece is the most bytes of a value that one statement of
+// sendSetting carries.
+const settingPiece = 1<<20 - 4<<10
+
+// sendSetting puts value, JSON text, in the setting name of g's
+// transaction, in statements of at most settingPiece bytes each, cut
+// between characters, for a statement after them to read
+// (current_setting). The setting is local to the transaction
+// (set_config's is_local): it is gone at its end, committed or not. Each
+// statement answers the setting's length, not the setting; it is checked.
+func sendSetting(ctx context.Context, g *gorm.DB, name string, value []byte) error {
+	return appendSetting(ctx, g, name, -1, value)
+}
+
+// appendSetting is sendSetting appending value to the setting, which
+// holds held bytes (-1: value starts it).
+func appendSetting(ctx context.Context, g *gorm.DB, name string, held int, value []byte) error {
+	for start := 0; start < len(value); {
+		end := min(start+settingPiece, len(value))
+		for end < len(value) && end > start && value[end]&0xC0 == 0x80 {
+			end-- // a continuation byte of UTF-8: the character goes in the next piece
+		}
+		set := "?"
+		if held >= 0 {
+			set = "current_setting('" + name + "') || ?"
+		}
+		var n int
+		if err := scanRaw(g.WithContext(ctx).Raw("SELECT octet_length(set_config('"+name+"', "+set+", true))", value[start:end]), &n); err != nil {
+			return err
+		}
+		held = max(held, 0) + end - start
+		if n != held {
+			return fmt.Errorf("the setting %s holds %d bytes, %d were sent", name, n, held)
+		}
+		start = end
 	}
-	_ = c.WithContext(context.WithoutCancel(ctx)).Exec("SELECT "+cols[:len(cols)-2], ones...).Error
+	return nil
 }
 
 func errPlanIDTaken(row *PlanRow) error {

@@ -84,7 +84,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 	if err := runApplyChecks(st); err != nil {
 		return nil, err
 	}
-	rev, err := buildRevision(p, st.cur)
+	rev, err := buildRevision(ctx, tx, p, st.cur)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (s *Service) applyTx(ctx context.Context, tx *configdb.Tx, a Actor, p *Plan
 		out.revisionID = &id
 		rec.Revision = &revisions.Revision{EnvironmentID: a.EnvironmentID, ID: id, PlanID: p.ID, Types: kindStrings(p.Types), Counts: rev.counts,
 			CreatedAt: tx.Now, ExpiresAt: tx.Now.Add(s.cfg.RevisionMaxAge)}
-		rec.Resources = rev.encoded
+		rec.Resources, rec.ResourcesSent = rev.encoded, rev.sent
 	}
 	rec.Logs = applyLogs(tx, a, p, st.cur, rev.counts, out.revisionID, approvals)
 	out.logID = rec.Logs[0].ID
@@ -218,12 +218,21 @@ func policiesOf(raw configdb.JSON) (config.Policies, error) {
 type revision struct {
 	n       int
 	encoded []byte
-	counts  revisions.Counts
+	// sent: the encoding went to the transaction in pieces
+	// (tx.SendRevision), and encoded is nil.
+	sent   bool
+	counts revisions.Counts
 }
 
+// revisionPiece is the size of the pieces in which a revision over it is
+// encoded and sent on PostgreSQL (tx.SendRevision).
+const revisionPiece = 1 << 20
+
 // buildRevision is row 18: the revision kept for the changes, which must
-// fit in 10 MiB.
-func buildRevision(p *Plan, cur state) (*revision, error) {
+// fit in 10 MiB. On PostgreSQL one whose specs take over revisionPiece is
+// encoded and sent to tx a piece at a time (issue 34, P5: held whole, its
+// encoding was live beside today's specs and the plan's changes).
+func buildRevision(ctx context.Context, tx *configdb.Tx, p *Plan, cur state) (*revision, error) {
 	rev := &revision{}
 	var resources []revisions.Resource
 	for _, c := range p.Changes {
@@ -247,13 +256,33 @@ func buildRevision(p *Plan, cur state) (*revision, error) {
 		resources = append(resources, rr)
 	}
 	rev.n = len(resources)
+	specs := 0
+	for _, r := range resources {
+		specs += len(r.SpecBefore)
+	}
+	var size int
 	var err error
-	if rev.encoded, err = revisions.Encode(resources); err != nil {
+	if tx.RowLocks() && specs > revisionPiece {
+		sent, over := 0, false
+		size, err = revisions.EncodeInPieces(resources, revisionPiece, func(piece []byte) error {
+			if over = over || sent+len(piece) > MaxPlanBytes; over {
+				return nil // too large: nothing more is sent, the size says it
+			}
+			err := tx.SendRevision(ctx, sent, piece)
+			sent += len(piece)
+			return err
+		})
+		rev.sent = true
+	} else {
+		rev.encoded, err = revisions.Encode(resources)
+		size = len(rev.encoded)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if len(rev.encoded) > MaxPlanBytes {
+	if size > MaxPlanBytes {
 		return nil, &config.Error{Code: config.CodeConfigDocumentTooLarge,
-			Detail: fmt.Sprintf("the revision of these changes would take %d bytes, over the limit of %d; plan fewer types", len(rev.encoded), MaxPlanBytes)}
+			Detail: fmt.Sprintf("the revision of these changes would take %d bytes, over the limit of %d; plan fewer types", size, MaxPlanBytes)}
 	}
 	return rev, nil
 }

@@ -394,11 +394,29 @@ func (s *Service) ListPlans(ctx context.Context, a Actor, status string, lp List
 			return Page[*Plan]{}, err
 		}
 		for i := range rows {
+			complete := rows[i].Complete() // planFromRow lets go of the changes
 			p, err := s.planFromRow(&rows[i])
 			if err != nil {
 				return Page[*Plan]{}, err
 			}
 			if (status == "" || p.Status == Status(status)) && a.Can(readPerms(p.Types)) {
+				if len(out) < lp.Limit && !complete {
+					// A plan of the page whose changes were too large
+					// to come with its row; the plan after the page,
+					// read to tell that there are more, keeps its
+					// changes unread. One deleted since its row was
+					// read is left out, as a list read after it would.
+					err := s.db.CompleteChanges(ctx, &rows[i])
+					if isNotFound(err) {
+						continue
+					}
+					if err != nil {
+						return Page[*Plan]{}, err
+					}
+					if p, err = s.planFromRow(&rows[i]); err != nil {
+						return Page[*Plan]{}, err
+					}
+				}
 				out = append(out, p)
 			}
 		}

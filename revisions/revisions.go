@@ -72,30 +72,66 @@ func Encode(rs []Resource) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"kind":`...)
-		b = canonjson.AppendString(b, r.Kind)
-		b = append(b, `,"key":`...)
-		b = canonjson.AppendString(b, r.Key)
-		b = append(b, `,"action":`...)
-		b = canonjson.AppendString(b, r.Action)
-		b = append(b, `,"version_before":`...)
-		if r.VersionBefore == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendInt(b, int64(*r.VersionBefore), 10)
-		}
-		b = append(b, `,"spec_before":`...)
 		var err error
-		if b, err = appendSpec(b, r.SpecBefore); err != nil {
-			return nil, fmt.Errorf("revision of %s %s: %w", r.Kind, r.Key, err)
+		if b, err = appendResource(b, r); err != nil {
+			return nil, err
 		}
-		if r.ResourceIDBefore != "" {
-			b = append(b, `,"resource_id_before":`...)
-			b = canonjson.AppendString(b, r.ResourceIDBefore)
-		}
-		b = append(b, '}')
 	}
 	return append(b, ']'), nil
+}
+
+// EncodeInPieces writes what Encode returns to emit, in pieces that end
+// between resources, each of about piece bytes (more when one resource is
+// larger); it returns the size of the whole. A piece is only valid during
+// emit: its buffer is used again.
+func EncodeInPieces(rs []Resource, piece int, emit func([]byte) error) (int, error) {
+	b := make([]byte, 0, piece+piece/8)
+	b = append(b, '[')
+	n := 0
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendResource(b, r); err != nil {
+			return 0, err
+		}
+		if len(b) >= piece {
+			if err := emit(b); err != nil {
+				return 0, err
+			}
+			n += len(b)
+			b = b[:0]
+		}
+	}
+	b = append(b, ']')
+	return n + len(b), emit(b)
+}
+
+// appendResource appends r as Encode writes it.
+func appendResource(b []byte, r Resource) ([]byte, error) {
+	b = append(b, `{"kind":`...)
+	b = canonjson.AppendString(b, r.Kind)
+	b = append(b, `,"key":`...)
+	b = canonjson.AppendString(b, r.Key)
+	b = append(b, `,"action":`...)
+	b = canonjson.AppendString(b, r.Action)
+	b = append(b, `,"version_before":`...)
+	if r.VersionBefore == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(*r.VersionBefore), 10)
+	}
+	b = append(b, `,"spec_before":`...)
+	var err error
+	if b, err = appendSpec(b, r.SpecBefore); err != nil {
+		return nil, fmt.Errorf("revision of %s %s: %w", r.Kind, r.Key, err)
+	}
+	if r.ResourceIDBefore != "" {
+		b = append(b, `,"resource_id_before":`...)
+		b = canonjson.AppendString(b, r.ResourceIDBefore)
+	}
+	return append(b, '}'), nil
 }
 
 // appendSpec appends a spec in its canonical form; no spec is null.

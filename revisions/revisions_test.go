@@ -105,3 +105,39 @@ func TestDecodeResourcesOfManyKeepsEachVersionAndName(t *testing.T) {
 		t.Errorf("the versions share their storage: %d, %d", *got[1].VersionBefore, *got[299].VersionBefore)
 	}
 }
+
+// TestEncodeInPiecesIsEncode: the pieces put together are Encode's bytes,
+// whatever the piece's size, and their total is its length.
+func TestEncodeInPiecesIsEncode(t *testing.T) {
+	v := 3
+	var rs []Resource
+	for i := range 50 {
+		rs = append(rs, Resource{Kind: "api", Key: fmt.Sprintf("a-%d", i), Action: "update", VersionBefore: &v,
+			SpecBefore: json.RawMessage(fmt.Sprintf(`{"b":"é✓ %d","a":[1,2]}`, i)), ResourceIDBefore: "rs_1"},
+			Resource{Kind: "role", Key: fmt.Sprintf("r-%d", i), Action: "create"})
+	}
+	for _, n := range [][]Resource{nil, rs[:1], rs} {
+		want, err := Encode(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, piece := range []int{1, 100, 1000, 1 << 20} {
+			var got []byte
+			pieces := 0
+			size, err := EncodeInPieces(n, piece, func(b []byte) error {
+				got = append(got, b...)
+				pieces++
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) || size != len(want) {
+				t.Errorf("%d resources in pieces of %d: %d bytes (size %d), want %s", len(n), piece, len(got), size, want)
+			}
+			if piece == 100 && len(n) == len(rs) && pieces < len(want)/400 {
+				t.Errorf("%d pieces of about 100 bytes for %d bytes", pieces, len(want))
+			}
+		}
+	}
+}

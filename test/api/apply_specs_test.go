@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm"
 
 	"github.com/keenauth/configplans/config/displayname"
@@ -84,5 +85,50 @@ func TestLoadResourcesReadsAResourceOnce(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Errorf("read %v, want api/orders and connection/db-main once each", got)
+	}
+}
+
+// TestARevisionOverAPieceKeepsTheSpecsItReplaced: a revision whose former
+// specs take over 1 MiB (encoded and sent to the transaction in pieces on
+// PostgreSQL) holds every resource the apply changed, in the plan's order,
+// with the spec and version it had, characters beyond ASCII included.
+func TestARevisionOverAPieceKeepsTheSpecsItReplaced(t *testing.T) {
+	t.Parallel()
+	k := newApplyEnv(t, apitest.Options{})
+	apis := func(version string) map[string]any {
+		m := map[string]any{}
+		for i := range 130 {
+			var scopes []any
+			for j := range 40 {
+				scopes = append(scopes, map[string]any{"value": fmt.Sprintf("scope:%d", j), "description": "é ✓ " + strings.Repeat("d", 200)})
+			}
+			m[fmt.Sprintf("large-%03d", i)] = map[string]any{"identifier": fmt.Sprintf("https://api.shop.example/large-%d", i),
+				"display_name": fmt.Sprintf("Large %d %s", i, version), "scopes": scopes, "token_lifetime_seconds": 3600}
+		}
+		return map[string]any{"apis": m}
+	}
+	k.mustApply(k.e.Plan(apis("v1"), false)["id"].(string), nil)
+	before, versions := k.e.Export()
+	plan := k.e.Plan(apis("v2"), false)
+	res := k.mustApply(plan["id"].(string), nil)
+	rev := k.get("/v1/config-revisions/" + res["revision_id"].(string))
+	resources, _ := rev["resources"].([]any)
+	changes, _ := plan["changes"].([]any)
+	if len(resources) != 130 || len(changes) != 130 {
+		t.Fatalf("%d resources in the revision, %d changes, want 130", len(resources), len(changes))
+	}
+	for i, r := range resources {
+		r := r.(map[string]any)
+		key := changes[i].(map[string]any)["key"]
+		if r["key"] != key || r["action"] != "update" {
+			t.Errorf("resource %d: %v %v, want the update of %v", i, r["action"], r["key"], key)
+			continue
+		}
+		if diff := cmp.Diff(before["apis"].(map[string]any)[key.(string)], r["spec_before"]); diff != "" {
+			t.Errorf("%s: spec_before (-was +recorded):\n%s", key, diff)
+		}
+		if want := versions["api/"+key.(string)]; r["version_before"] != want {
+			t.Errorf("%s: version_before %v, want %v", key, r["version_before"], want)
+		}
 	}
 }

@@ -1,10 +1,12 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +169,81 @@ func TestPlanListShowsAKeyOnlyThePlansWhoseEveryTypeItReads(t *testing.T) {
 				t.Errorf("planned plans listed: %v, want none", got)
 			}
 		})
+	}
+}
+
+// TestPlanListAnswersALargePlanAsItsGet: plans whose changes are over
+// 1 MiB are listed with their changes (read apart from their rows on
+// PostgreSQL), each the very bytes its GET answers, on every page size:
+// whether the large plan is on the page or the one read after it to tell
+// that there are more.
+func TestPlanListAnswersALargePlanAsItsGet(t *testing.T) {
+	t.Parallel()
+	e := apitest.Setup(t, apitest.Options{})
+	large := func(name string) map[string]any {
+		apis := map[string]any{}
+		for i := range 200 {
+			var scopes []any
+			for j := range 20 {
+				scopes = append(scopes, map[string]any{"value": fmt.Sprintf("read:%s-%d", name, j),
+					"description": fmt.Sprintf("%s é ✓ %d %s", name, j, strings.Repeat("d", 200))})
+			}
+			apis[fmt.Sprintf("%s-%03d", name, i)] = map[string]any{"identifier": fmt.Sprintf("https://api.shop.example/%s/%d", name, i),
+				"display_name": "Large " + name, "scopes": scopes, "token_lifetime_seconds": 60}
+		}
+		return map[string]any{"apis": apis}
+	}
+	var ids []string // newest first
+	for _, doc := range []map[string]any{large("a"), docOf(t, `{"roles": {"r": {"display_name": "R"}}}`), large("c"), large("d")} {
+		ids = slices.Insert(ids, 0, e.Plan(doc, false)["id"].(string))
+	}
+	gets := map[string]string{}
+	for _, id := range ids {
+		r := e.Do(apitest.Request{Method: "GET", Path: "/v1/config-plans/" + id})
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", id, r.Status, r.Body)
+		}
+		gets[id] = string(r.Body)
+	}
+	if n := len(gets[ids[0]]); n < 3<<19 {
+		t.Fatalf("the large plan's answer is %d bytes: its changes are not over 1 MiB", n)
+	}
+	for _, limit := range []int{1, 2, 3, 10} {
+		var listed []string
+		cursor := ""
+		for {
+			path := fmt.Sprintf("/v1/config-plans?limit=%d", limit)
+			if cursor != "" {
+				path += "&cursor=" + cursor
+			}
+			r := e.Do(apitest.Request{Method: "GET", Path: path})
+			if r.Status != http.StatusOK {
+				t.Fatalf("list, limit %d: %d %s", limit, r.Status, r.Body)
+			}
+			var pg struct {
+				Data       []json.RawMessage `json:"data"`
+				NextCursor *string           `json:"next_cursor"`
+			}
+			r.Decode(t, &pg)
+			for _, p := range pg.Data {
+				var head struct {
+					ID string `json:"id"`
+				}
+				if err := json.Unmarshal(p, &head); err != nil {
+					t.Fatal(err)
+				}
+				listed = append(listed, head.ID)
+				if string(p) != gets[head.ID] {
+					t.Errorf("limit %d: plan %s listed as %d bytes, its GET answers %d bytes", limit, head.ID, len(p), len(gets[head.ID]))
+				}
+			}
+			if pg.NextCursor == nil {
+				break
+			}
+			cursor = *pg.NextCursor
+		}
+		if diff := cmp.Diff(ids, listed); diff != "" {
+			t.Errorf("limit %d: plans listed (-want +got):\n%s", limit, diff)
+		}
 	}
 }
