@@ -90,7 +90,7 @@ type ReviewedPlan struct {
 // policies (ErrNotFound when there is no such plan). On PostgreSQL it is
 // one statement, where LoadPlan, Approvals and LoadPolicies are three
 // round trips: the approvals come as one json value of the plan's row, and
-// changes over changesPiece bytes with a second statement (ReadChanges).
+// changes over changesWhole bytes with a second statement (ReadChanges).
 func (r Reader) LoadReviewedPlan(ctx context.Context, k PlanKey) (ReviewedPlan, error) {
 	if r.sqlite {
 		return r.loadReviewedPlanEach(ctx, k)

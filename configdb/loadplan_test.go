@@ -91,7 +91,7 @@ func TestLoadPlanReadsItsChangesAsStoredWhateverTheirSize(t *testing.T) {
 }
 
 // TestPlanReadsCarryChangesOverAPieceApart: on PostgreSQL a list of plans
-// reads with each row the changes of at most a piece (1 MiB less 4 KiB),
+// reads with each row changes of at most 2 MiB less 4 KiB (changesWhole),
 // and of a larger plan only their size, whichever of its two statements
 // reads the page; CompleteChanges (ReadChanges, in pieces) then gives the
 // changes byte for byte, characters beyond ASCII cut at a piece's end
@@ -116,7 +116,9 @@ func TestPlanReadsCarryChangesOverAPieceApart(t *testing.T) {
 		"cfgp_a_small": changes(1000),
 		"cfgp_b_piece": changes(1<<20 - 4<<10 - 2),
 		"cfgp_c_large": changes(3<<20 + 7),
-		"cfgp_d_large": changes(1<<20 + 1),
+		"cfgp_d_whole": changes(1<<20 + 1),     // over a piece, read with its row
+		"cfgp_e_whole": changes(2<<20 - 4<<10), // the most read with its row
+		"cfgp_f_large": changes(2<<20 - 4<<10 + 1),
 	}
 	for id, c := range stored {
 		row := &configdb.PlanRow{EnvironmentID: "env_a", ID: id, Status: "planned", Types: configdb.JSON(`["api"]`), TypeSet: "api",
@@ -145,7 +147,7 @@ func TestPlanReadsCarryChangesOverAPieceApart(t *testing.T) {
 			if row.ChangesBytes != int64(len(want)) {
 				t.Errorf("all %v: %s: changes_bytes %d, want %d", f.AllTypeSets, row.ID, row.ChangesBytes, len(want))
 			}
-			large := len(want) > 1<<20-4<<10
+			large := len(want) > 2<<20-4<<10
 			if row.Complete() == large {
 				t.Errorf("all %v: %s (%d bytes): read with its changes: %v, want %v", f.AllTypeSets, row.ID, len(want), row.Complete(), !large)
 			}

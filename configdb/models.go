@@ -81,9 +81,9 @@ type PlanRow struct {
 	Moved       JSON
 	// Rejection is the rejection of a rejected plan (§17), nil otherwise.
 	Rejection JSON
-	// ChangesBytes is, on PostgreSQL, the size of the stored changes, read
-	// with the row (planColumns); 0 on SQLite and on a row read whole. It
-	// is never written.
+	// ChangesBytes is the size of the stored changes in bytes, a column
+	// the database computes (migration 0013): planColumns reads the
+	// changes with the row only up to a size. It is never written.
 	ChangesBytes int64 `gorm:"->;-:migration"`
 	// Changes, up to 10 MiB, is the last column of the plan's INSERT (its
 	// parameters follow the fields' order): pgx appends the parameters to

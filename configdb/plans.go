@@ -40,7 +40,7 @@ func (k PlanKey) where() (string, string, string) {
 }
 
 // LoadPlan reads a stored plan (ErrNotFound when there is none). On
-// PostgreSQL changes larger than changesPiece are read by ReadChanges.
+// PostgreSQL changes larger than changesWhole are read by ReadChanges.
 func (r Reader) LoadPlan(ctx context.Context, k PlanKey) (*PlanRow, error) {
 	var row PlanRow
 	q, env, id := k.where()
@@ -63,9 +63,15 @@ func (r Reader) LoadPlan(ctx context.Context, k PlanKey) (*PlanRow, error) {
 // power of two of the row's size and kept in the pool after the row: a
 // plan's 10 MiB of changes read as one row left a 16 MiB buffer in the
 // heap, beside the changes' own copy, until two collections later (issue
-// 34, P5). A row of at most changesPiece bytes of changes and a few
-// columns stays within 1 MiB.
+// 34, P5). A piece and its row's few columns stay within 1 MiB.
 const changesPiece = 1<<20 - 4<<10
+
+// changesWhole is the most bytes of changes read with their plan's row:
+// up to it the row stays within a 2 MiB buffer, and the apply of a plan
+// of 1,000 creates (about 1.2 MB of changes: each spec and its diff) reads
+// it in one statement, not two (its second statement cost that apply 6 ms
+// of 70, BenchmarkApply/creates-1000); larger changes are read in pieces.
+const changesWhole = 2<<20 - 4<<10
 
 // planColumnList is the select list of planColumns after its alias.
 var planColumnList = sync.OnceValue(func() []string {
@@ -75,7 +81,7 @@ var planColumnList = sync.OnceValue(func() []string {
 	}
 	var cols []string
 	for _, f := range s.Fields {
-		if f.DBName != "" && f.DBName != "changes" && f.DBName != "changes_bytes" {
+		if f.DBName != "" && f.DBName != "changes" {
 			cols = append(cols, f.DBName)
 		}
 	}
@@ -84,16 +90,16 @@ var planColumnList = sync.OnceValue(func() []string {
 
 // planColumns is the select list of a plan's row on PostgreSQL, of the
 // table or subquery alias: every column of PlanRow, the changes only when
-// they take at most changesPiece bytes (NULL otherwise), and their size as
-// changes_bytes (octet_length of a text reads its stored header, not the
-// value). A row read with it is completed by CompleteChanges.
+// they take at most changesWhole bytes (NULL otherwise); their size is
+// the stored column changes_bytes (migration 0013), which the condition
+// reads without reading the changes. A row read with it is completed by
+// CompleteChanges.
 func planColumns(alias string) string {
 	var b strings.Builder
 	for _, c := range planColumnList() {
 		b.WriteString(alias + "." + c + ", ")
 	}
-	size := "octet_length(" + alias + ".changes::text)"
-	fmt.Fprintf(&b, "CASE WHEN %s <= %d THEN %s.changes END AS changes, %s AS changes_bytes", size, changesPiece, alias, size)
+	fmt.Fprintf(&b, "CASE WHEN %s.changes_bytes <= %d THEN %s.changes END AS changes", alias, changesWhole, alias)
 	return b.String()
 }
 
@@ -214,7 +220,7 @@ const maxSetQueries = 64
 // ListPlans reads up to f.Limit plans of the environment older than
 // f.Before, newest first, whose stored status can be f.Status and, unless
 // f.AllTypeSets, whose type set is one of f.TypeSets. On PostgreSQL a
-// row's changes larger than changesPiece are not read (planColumns): the
+// row's changes larger than changesWhole are not read (planColumns): the
 // caller reads those of the plans it answers with (CompleteChanges), not
 // those of the row that only tells that there are more.
 func (r Reader) ListPlans(ctx context.Context, f PlanFilter) ([]PlanRow, error) {

@@ -99,7 +99,8 @@ func sqliteSchema(t *testing.T, db *gorm.DB) (map[string]map[string]column, []st
 			NotNull bool
 			PK      int
 		}
-		if err := db.Raw(`SELECT name, type, "notnull" AS not_null, pk FROM pragma_table_info(?)`, table).Scan(&cols).Error; err != nil {
+		// table_xinfo lists generated columns too (hidden 2 and 3).
+		if err := db.Raw(`SELECT name, type, "notnull" AS not_null, pk FROM pragma_table_xinfo(?) WHERE hidden IN (0, 2, 3)`, table).Scan(&cols).Error; err != nil {
 			t.Fatal(err)
 		}
 		out[table] = map[string]column{}
