@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -68,11 +69,21 @@ func (b *bench) p11(ctx context.Context) error {
 	if err := alternate(reps, plan(ruled, &withRules, &cpuRules), plan(plain, &without, &cpuPlain)); err != nil {
 		return err
 	}
+	// The ratio is the median of the ratios of the pairs (each plan under
+	// the rules beside the plan without them that ran next to it), not the
+	// ratio of the two medians: the machine can slow both by half for a
+	// stretch of the run, and the two medians then fall on either side of
+	// it (one run: 79.2 / 56.4 ms = 1.40 for a median pair ratio of 1.00,
+	// and server CPU 1.02 ×).
 	fig, bnd := median(withRules), median(without)
-	ratio := fig.Seconds() / bnd.Seconds()
+	pairs := make([]float64, len(withRules))
+	for i := range withRules {
+		pairs[i] = withRules[i].Seconds() / without[i].Seconds()
+	}
+	ratio := medianFloat(pairs)
 	b.add(row{ID: "P11", Scenario: fmt.Sprintf("plan creation of 1,000 creates under 50 rules, median of %d", reps), Figure: ms(fig), Unit: "ms",
-		Bound: ms(bnd), BoundOf: "(the same without rules)", Ratio: ratio, Target: "≤ 1.1 × without rules", Checked: true, Pass: ratio <= 1.1,
-		Details: map[string]any{"rules_ms": msList(withRules), "plain_ms": msList(without),
+		Bound: ms(bnd), BoundOf: "(the same without rules; ratio: the median pair's)", Ratio: ratio, Target: "≤ 1.1 × without rules", Checked: true, Pass: ratio <= 1.1,
+		Details: map[string]any{"ratio_of_medians": fig.Seconds() / bnd.Seconds(), "rules_ms": msList(withRules), "plain_ms": msList(without),
 			"server_cpu_rules_ms": msList(cpuRules), "server_cpu_plain_ms": msList(cpuPlain),
 			"server_cpu_ratio": median(cpuRules).Seconds() / median(cpuPlain).Seconds()}})
 	fmt.Fprintf(b.out, "  P11 the server's CPU per plan (median): %.1f ms under the rules, %.1f ms without: %.2f ×\n",
@@ -124,4 +135,18 @@ func benchRules(n int) []map[string]any {
 		out[i] = map[string]any{"name": fmt.Sprintf("rule-%02d", i), "when": whens[i], "enforcement": "warn", "message": fmt.Sprintf("Rule %d.", i)}
 	}
 	return out
+}
+
+// medianFloat is the median of xs (the mean of the middle two of an even
+// count), leaving xs in order.
+func medianFloat(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }

@@ -35,3 +35,18 @@ func TestP11RulesCompileAndCatchNoChange(t *testing.T) {
 		}
 	}
 }
+
+func TestMedianFloat(t *testing.T) {
+	xs := []float64{3, 1, 2, 10}
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{5}, 5}, {[]float64{3, 1, 2}, 2}, {xs, 2.5}} {
+		if got := medianFloat(c.in); got != c.want {
+			t.Errorf("medianFloat(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if xs[0] != 3 || xs[3] != 10 {
+		t.Errorf("medianFloat reordered its input: %v", xs)
+	}
+}
