@@ -1,7 +1,9 @@
 package configdb_test
 
 import (
+	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,4 +39,24 @@ func openSQLite(t *testing.T) *gorm.DB {
 		}
 	})
 	return db
+}
+
+// multibyteChanges are a plan's changes of n to n+4 bytes, a string of
+// "é✓" (5 bytes) after an 11-byte start, so that a piece of 1,044,480
+// bytes ends 2 bytes into a character.
+func multibyteChanges(n int) configdb.JSON {
+	var b strings.Builder
+	b.WriteString(`[{"spec":"x`)
+	for b.Len() < n-3 {
+		b.WriteString("é✓")
+	}
+	b.WriteString(`"}]`)
+	return configdb.JSON(b.String())
+}
+
+// settingIn reads the setting name of tx's transaction, "" when unset.
+func settingIn(ctx context.Context, tx *configdb.Tx, name string) (string, error) {
+	var v string
+	err := tx.Gorm(ctx).Raw("SELECT coalesce(current_setting(?, true), '')", name).Scan(&v).Error
+	return v, err
 }

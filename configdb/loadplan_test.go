@@ -101,17 +101,7 @@ func TestPlanReadsCarryChangesOverAPieceApart(t *testing.T) {
 	ctx := context.Background()
 	d, now := testEnvironment(t)
 	db := configdb.New(d.DB, func() time.Time { return now }, configdb.Options{})
-	// n bytes of changes whose every piece's end falls inside a character
-	// of two or three bytes.
-	changes := func(n int) configdb.JSON {
-		var b strings.Builder
-		b.WriteString(`[{"spec":"x`) // 11 bytes: a piece (1,044,480 bytes) ends 2 bytes into a ✓
-		for b.Len() < n-3 {
-			b.WriteString("é✓")
-		}
-		b.WriteString(`"}]`)
-		return configdb.JSON(b.String())
-	}
+	changes := multibyteChanges
 	stored := map[string]configdb.JSON{
 		"cfgp_a_small": changes(1000),
 		"cfgp_b_piece": changes(1<<20 - 4<<10 - 2),

@@ -52,8 +52,8 @@ func TestRecordApplyOutcomeStoresTheRevisionsResourcesAsEncoded(t *testing.T) {
 			}
 			// Over 1 MiB the resources went through the setting, and
 			// only then.
-			var setting string
-			if err := tx.Gorm(ctx).Raw("SELECT coalesce(current_setting('keenauth.revision', true), '')").Scan(&setting).Error; err != nil {
+			setting, err := settingIn(ctx, tx, "keenauth.revision")
+			if err != nil {
 				return err
 			}
 			if large := len(want) > 1<<20; large != (setting == string(want)) || !large && setting != "" {
@@ -96,15 +96,7 @@ func TestInsertPlanSendsLargeChangesApart(t *testing.T) {
 	ctx := context.Background()
 	d, now := testEnvironment(t)
 	db := configdb.New(d.DB, func() time.Time { return now }, configdb.Options{})
-	changes := func(n int) configdb.JSON {
-		var b strings.Builder
-		b.WriteString(`[{"spec":"x`)
-		for b.Len() < n {
-			b.WriteString("é✓")
-		}
-		b.WriteString(`"}]`)
-		return configdb.JSON(b.String())
-	}
+	changes := multibyteChanges
 	plan := func(id string, c configdb.JSON) (*configdb.PlanRow, configdb.PlanEventRow) {
 		empty := configdb.JSON(`[]`)
 		return &configdb.PlanRow{EnvironmentID: "env_a", ID: id, Status: "planned", Types: configdb.JSON(`["api"]`), TypeSet: "api",
@@ -126,8 +118,8 @@ func TestInsertPlanSendsLargeChangesApart(t *testing.T) {
 			if err := tx.InsertPlan(ctx, row, ev); err != nil {
 				return err
 			}
-			var setting string
-			if err := tx.Gorm(ctx).Raw("SELECT coalesce(current_setting('keenauth.changes', true), '')").Scan(&setting).Error; err != nil {
+			setting, err := settingIn(ctx, tx, "keenauth.changes")
+			if err != nil {
 				return err
 			}
 			if large := len(want) > 1<<20; large != (setting == string(want)) || !large && setting != "" {
