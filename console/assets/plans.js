@@ -477,6 +477,10 @@ function showPlan(p, events, seq, refusal, reviewNote) {
   const needsSecrets = p.required_secrets && p.required_secrets.length > 0;
   const how = canValidateHere(p) ? 'checkbox' : (p.status === 'planned' && needsSecrets ? 'command' : 'apply');
   const refused = async (err) => {
+    // The refusal is kept from now on: its own event (apply_conflicted) may
+    // reach the live stream, which shows the plan again, before the read
+    // below answers, and that showing must not drop the problem.
+    shownRefusal = { seq, refusal: err };
     let now;
     try {
       now = await request('/config-plans/' + encodeURIComponent(p.id));

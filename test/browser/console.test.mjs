@@ -319,15 +319,28 @@ test('a refused apply shows the problem’s title, detail and every pointer', as
   assert.equal(want.status, 409);
   await signIn(page, KEY_ALL, '/console/plans/' + id);
   await title(page, 'Plan ' + id);
+  // Once shown, the problem stays through every showing of the page that
+  // follows (the refusal's own, and the live stream's of apply_conflicted,
+  // in either order): a watcher in the page counts the showings without it.
+  await page.evaluate(() => {
+    window.__problemDropped = 0;
+    let seen = false;
+    new MutationObserver(() => {
+      const shown = document.querySelector('.result .problem .problem-errors');
+      if (shown) seen = true;
+      else if (seen) window.__problemDropped++;
+    }).observe(document.querySelector('main'), { childList: true, subtree: true });
+  });
   await page.locator('#apply').click();
   const p = page.locator('.result .problem');
   await p.waitFor();
   assert.match(await p.locator('.problem-title').textContent(), new RegExp('^' + want.body.title));
   assert.equal(await p.locator('.problem-detail').textContent(), want.body.detail);
-  assert.deepEqual(await p.locator('.problem-errors .pointer').allTextContents(), want.body.errors.map((e) => e.pointer));
   assert.ok(want.body.errors.length > 0);
   // The plan is conflicted now, and the page says so with the problem kept.
   await page.locator('.facts .badge', { hasText: 'conflicted' }).waitFor();
+  assert.deepEqual(await p.locator('.problem-errors .pointer').allTextContents(), want.body.errors.map((e) => e.pointer));
+  assert.equal(await page.evaluate(() => window.__problemDropped), 0);
   assert.equal(await page.locator('.result .problem-detail').textContent(), want.body.detail);
   assert.equal(await page.locator('#apply').count(), 0);
   await check(page, 'plan-refused-conflict');
