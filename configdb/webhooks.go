@@ -172,14 +172,6 @@ func (tx *Tx) ClaimDeliveries(ctx context.Context, claim string, lease time.Dura
 	return out, interpretError(err)
 }
 
-// NextDeliveryDue is when the earliest pending delivery is due, nil when
-// none is pending.
-func (r Reader) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
-	var row WebhookDeliveryRow
-	err := r.q(ctx).Select("next_attempt_at").Where("status = ?", DeliveryPending).Order("next_attempt_at").Limit(1).Find(&row).Error
-	return row.NextAttemptAt, interpretError(err)
-}
-
 // EndpointsByID reads endpoints of an environment, by id.
 func (r Reader) EndpointsByID(ctx context.Context, envID string, ids []string) (map[string]WebhookEndpointRow, error) {
 	out := map[string]WebhookEndpointRow{}
