@@ -256,6 +256,8 @@ function actionsSection(p, rebasedAs, onResult, onRefused, refusal) {
   const buttons = [];
   const run = async (btn, label, fn) => {
     for (const b of buttons) b.disabled = true;
+    // The problem shown before is cleared, and is no longer kept.
+    shownRefusal = { seq: shownRefusal.seq, refusal: undefined };
     clear(out);
     out.append(h('p', { class: 'muted', role: 'status' }, label + '…'));
     try {

@@ -770,3 +770,25 @@ test('the Webhooks page lists the endpoints, their deliveries with status and la
   noProblems(reader);
   await reader.context().close();
 });
+
+test('a problem the next action cleared is not shown again when the plan is shown live', async () => {
+  // Last: a connection of its own changes the connections the seeded plans were made against.
+  await mustApply((await mustPlan({ connections: { spare: { type: 'social', display_name: 'Spare GitHub', active: true,
+    social: { provider: 'github', use_own_credentials: false } } } })).id);
+  const del = await mustPlan({ connections: { spare: null } });
+  const page = await newPage();
+  await signIn(page, KEY_ALL, '/console/plans/' + del.id);
+  await title(page, 'Plan ' + del.id);
+  await page.locator('#apply').click();
+  await page.locator('.problem', { hasText: 'deletion_not_confirmed' }).waitFor();
+  await page.locator('#confirm-0').check();
+  await page.locator('#validate').click();
+  await page.locator('.ok', { hasText: 'Validation passed' }).waitFor();
+  assert.equal(await page.locator('main .problem').count(), 0);
+  // Applied elsewhere: the page shows it applied, and not the refusal that Validate cleared.
+  await mustApply(del.id, { confirm_deletions: ['connection/spare'] });
+  await page.locator('#apply-note').waitFor({ timeout: 5000 });
+  assert.equal(await page.locator('main .problem').count(), 0);
+  noProblems(page);
+  await page.context().close();
+});
