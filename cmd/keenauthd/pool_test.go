@@ -40,3 +40,21 @@ func TestPoolSettings(t *testing.T) {
 		t.Errorf("pool: %d max, %d open; want 3 max and the 2 of KEENAUTHD_DB_MIN_CONNS open", st.MaxOpenConnections, st.OpenConnections)
 	}
 }
+
+// TestOpenDBPlansGenerically: the process's connections plan generically
+// (configdb.GenericPlans); a URL's own choice wins.
+func TestOpenDBPlansGenerically(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	for dsn, want := range map[string]string{db.URL: "force_generic_plan", db.URL + "&plan_cache_mode=auto": "auto"} {
+		g, err := openDB(context.Background(), dsn, poolConfig{MaxConns: 2, MaxLifetime: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		if err := g.Raw("SHOW plan_cache_mode").Row().Scan(&mode); err != nil || mode != want {
+			t.Errorf("%s: plan_cache_mode %q, %v; want %q", dsn, mode, err, want)
+		}
+		closeDB(g)
+	}
+}

@@ -35,7 +35,11 @@ import (
 // openDB connects to PostgreSQL, creating the database when it does not
 // exist yet (so that a fresh machine needs no manual step).
 func openDB(ctx context.Context, dsn string, pool poolConfig) (*gorm.DB, error) {
-	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+	withPlans, err := configdb.GenericPlans(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	db, err := gorm.Open(postgres.Open(withPlans), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err == nil {
 		sqlDB, _ := db.DB()
 		if err = sqlDB.PingContext(ctx); err == nil {

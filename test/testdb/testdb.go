@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/migrations"
 )
 
@@ -41,8 +42,13 @@ func URLFor(name string) string {
 	return u.String()
 }
 
-// Open opens a GORM handle that logs nothing.
+// Open opens a GORM handle that logs nothing, its statements planned as
+// keenauthd's are (configdb.GenericPlans).
 func Open(dsn string) (*gorm.DB, error) {
+	dsn, err := configdb.GenericPlans(dsn)
+	if err != nil {
+		return nil, err
+	}
 	return gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 }
 
