@@ -41,6 +41,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/keenauth/configplans/configdb"
 )
 
 // options are the command's flags and what -quick shrinks.
@@ -258,7 +260,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer srv.stop()
-	pool, err := pgxpool.New(ctx, dbURL+"&pool_max_conns=20&application_name="+benchApplicationName)
+	// The bound's statements are planned as keenauthd's are.
+	boundURL, err := configdb.GenericPlans(dbURL + "&pool_max_conns=20&application_name=" + benchApplicationName)
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, boundURL)
 	if err != nil {
 		return err
 	}
