@@ -54,6 +54,21 @@ func multibyteChanges(n int) configdb.JSON {
 	return configdb.JSON(b.String())
 }
 
+// checkSentApart reports an error unless the setting name of tx's
+// transaction holds want exactly when want is over 1 MiB, and nothing
+// otherwise: what went to the statement through the setting, in pieces.
+func checkSentApart(ctx context.Context, t *testing.T, tx *configdb.Tx, name, id string, want []byte) error {
+	t.Helper()
+	setting, err := settingIn(ctx, tx, name)
+	if err != nil {
+		return err
+	}
+	if large := len(want) > 1<<20; large != (setting == string(want)) || !large && setting != "" {
+		t.Errorf("%s (%d bytes): the transaction's setting holds %d bytes", id, len(want), len(setting))
+	}
+	return nil
+}
+
 // settingIn reads the setting name of tx's transaction, "" when unset.
 func settingIn(ctx context.Context, tx *configdb.Tx, name string) (string, error) {
 	var v string
