@@ -92,6 +92,20 @@ type ReviewedPlan struct {
 // round trips: the approvals come as one json value of the plan's row, and
 // changes over changesWhole bytes with a second statement (ReadChanges).
 func (r Reader) LoadReviewedPlan(ctx context.Context, k PlanKey) (ReviewedPlan, error) {
+	return r.loadReviewedPlan(ctx, k, true)
+}
+
+// LoadReviewedPlanHead is LoadReviewedPlan for a caller that holds the
+// plan's changes already (a plan's changes never change once stored, but
+// for the ids an apply gives the connections it creates): on PostgreSQL
+// the row comes without them, Changes nil and ChangesBytes their size,
+// for CompleteChanges to read them when the caller's do not do. On SQLite
+// the row holds them.
+func (r Reader) LoadReviewedPlanHead(ctx context.Context, k PlanKey) (ReviewedPlan, error) {
+	return r.loadReviewedPlan(ctx, k, false)
+}
+
+func (r Reader) loadReviewedPlan(ctx context.Context, k PlanKey, changes bool) (ReviewedPlan, error) {
 	if r.sqlite {
 		return r.loadReviewedPlanEach(ctx, k)
 	}
@@ -101,7 +115,11 @@ func (r Reader) LoadReviewedPlan(ctx context.Context, k PlanKey) (ReviewedPlan, 
 		ReviewApprovals JSON
 	}
 	found := false
-	err := scanRawFound(r.q(ctx).Raw(`SELECT `+planColumns("cp")+`, (SELECT policies FROM environment_policies WHERE environment_id = cp.environment_id) AS review_policies,
+	columns := planColumns("cp")
+	if !changes {
+		columns = planColumnsWithoutChanges("cp")
+	}
+	err := scanRawFound(r.q(ctx).Raw(`SELECT `+columns+`, (SELECT policies FROM environment_policies WHERE environment_id = cp.environment_id) AS review_policies,
 			`+approvalsJSON("cp.environment_id", "cp.id")+` AS review_approvals
 		FROM config_plans cp WHERE cp.environment_id = ? AND cp.id = ?`, k.EnvironmentID, k.ID), &row, &found)
 	if err != nil {
@@ -114,8 +132,10 @@ func (r Reader) LoadReviewedPlan(ctx context.Context, k PlanKey) (ReviewedPlan, 
 	if err != nil {
 		return ReviewedPlan{}, err
 	}
-	if err := r.CompleteChanges(ctx, &row.PlanRow); err != nil {
-		return ReviewedPlan{}, err
+	if changes {
+		if err := r.CompleteChanges(ctx, &row.PlanRow); err != nil {
+			return ReviewedPlan{}, err
+		}
 	}
 	return ReviewedPlan{Plan: &row.PlanRow, Approvals: approvals, Policies: row.ReviewPolicies}, nil
 }

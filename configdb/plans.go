@@ -95,11 +95,22 @@ var planColumnList = sync.OnceValue(func() []string {
 // reads without reading the changes. A row read with it is completed by
 // CompleteChanges.
 func planColumns(alias string) string {
+	return planColumnsAnd(alias, fmt.Sprintf("CASE WHEN %s.changes_bytes <= %d THEN %s.changes END AS changes", alias, changesWhole, alias))
+}
+
+// planColumnsWithoutChanges is planColumns with the changes NULL.
+func planColumnsWithoutChanges(alias string) string {
+	return planColumnsAnd(alias, "NULL::json AS changes")
+}
+
+// planColumnsAnd is every column of PlanRow but the changes, of alias,
+// then changes, the select of the changes column.
+func planColumnsAnd(alias, changes string) string {
 	var b strings.Builder
 	for _, c := range planColumnList() {
 		b.WriteString(alias + "." + c + ", ")
 	}
-	fmt.Fprintf(&b, "CASE WHEN %s.changes_bytes <= %d THEN %s.changes END AS changes", alias, changesWhole, alias)
+	b.WriteString(changes)
 	return b.String()
 }
 

@@ -38,6 +38,7 @@ type Metrics struct {
 	applies         *prometheus.CounterVec
 	applyDuration   *prometheus.HistogramVec
 	planCreations   *prometheus.CounterVec
+	planReads       *prometheus.CounterVec
 	idempotency     *prometheus.CounterVec
 	rateLimit       *prometheus.CounterVec
 	fleetSaturated  prometheus.Counter
@@ -66,6 +67,9 @@ func New() *Metrics {
 		Buckets: durationBuckets}, []string{"plan_size"})
 	m.planCreations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "plan_creations_total",
 		Help: "Plan creations, restores included, by outcome (created or the error's code)."}, []string{"outcome"})
+	m.planReads = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "plan_reads_total",
+		Help: "Plans read (applies, GETs) by where their changes came from: cache (the process created the plan) or database."},
+		[]string{"changes"})
 	m.idempotency = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "idempotency_requests_total",
 		Help: "Requests with an Idempotency-Key by outcome: claimed, replayed, mismatch, in_use, store_unavailable."}, []string{"outcome"})
 	m.rateLimit = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "rate_limit_decisions_total",
@@ -82,7 +86,7 @@ func New() *Metrics {
 		Help: "Transactions run again after a serialization failure or a deadlock."})
 	m.revisionsPruned = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "revisions_pruned_total",
 		Help: "Revisions deleted because they were past the 50 most recent or 90 days old."})
-	for _, c := range []prometheus.Collector{m.httpDuration, m.httpInFlight, m.applies, m.applyDuration, m.planCreations,
+	for _, c := range []prometheus.Collector{m.httpDuration, m.httpInFlight, m.applies, m.applyDuration, m.planCreations, m.planReads,
 		m.idempotency, m.rateLimit, m.fleetSaturated, m.leasesLost, m.federation, m.txRetries, m.revisionsPruned} {
 		f(c)
 	}
@@ -129,7 +133,7 @@ func (m *Metrics) Storage(o configdb.Options) configdb.Options {
 // Plans returns h with the metrics' hooks added; hooks already in h still
 // run.
 func (m *Metrics) Plans(h plans.Hooks) plans.Hooks {
-	onPruned, onApply, onCreated := h.OnRevisionsPruned, h.OnApply, h.OnPlanCreated
+	onPruned, onApply, onCreated, onRead := h.OnRevisionsPruned, h.OnApply, h.OnPlanCreated, h.OnPlanRead
 	h.OnRevisionsPruned = func(n int) {
 		m.revisionsPruned.Add(float64(n))
 		if onPruned != nil {
@@ -153,6 +157,12 @@ func (m *Metrics) Plans(h plans.Hooks) plans.Hooks {
 		m.planCreations.WithLabelValues(planCode(outcome)).Inc()
 		if onCreated != nil {
 			onCreated(outcome)
+		}
+	}
+	h.OnPlanRead = func(changes string) {
+		m.planReads.WithLabelValues(oneOf(changes, []string{"cache", "database"})).Inc()
+		if onRead != nil {
+			onRead(changes)
 		}
 	}
 	return h

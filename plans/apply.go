@@ -137,7 +137,13 @@ func (pa *PendingApply) Run(ctx context.Context, req *ApplyRequest) (result Appl
 		}
 		return ApplyResult{Plan: p}, nil
 	}
-	return s.claimAndApply(ctx, a, p, req, pa.opt)
+	res, err := s.claimAndApply(ctx, a, p, req, pa.opt)
+	if err == nil {
+		// Applied (or applying, with OIDC material): from now on the plan
+		// is read whole (changesCache).
+		s.changes.forget(p.key())
+	}
+	return res, err
 }
 
 // checkRequest answers rows 10 to 12, before anything is claimed: the body

@@ -205,6 +205,12 @@ func appendRef(b []byte, kind config.Kind, key string) []byte {
 // an applying plan whose lease has passed is planned again, a planned plan
 // past its validity is expired.
 func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
+	return s.planFromRowWith(r, nil)
+}
+
+// planFromRowWith is planFromRow with the plan's changes, when kept is not
+// nil: the row is read without them (changesCache).
+func (s *Service) planFromRowWith(r *configdb.PlanRow, kept []Change) (*Plan, error) {
 	p := &Plan{ID: r.ID, Object: "config_plan", EnvironmentID: r.EnvironmentID, Status: effectiveStatus(r, s.now()),
 		Prune: r.Prune, RequiresSPHost: r.RequiresSPHost, CreatedAt: Time(r.CreatedAt), ExpiresAt: Time(r.ExpiresAt),
 		AppliedAt: timePtr(r.AppliedAt), RevisionID: r.RevisionID, CreatedBy: r.CreatedBy, CreatedByOwner: r.CreatedByOwner,
@@ -245,7 +251,11 @@ func (s *Service) planFromRow(r *configdb.PlanRow) (*Plan, error) {
 	// go of the stored bytes (up to 10 MiB); the specs and diff values are
 	// slices of them, alive as long as the plan is.
 	r.Changes = nil
-	p.Changes = make([]Change, len(recs))
+	if kept != nil {
+		p.Changes = kept
+	} else {
+		p.Changes = make([]Change, len(recs))
+	}
 	if len(r.Rejection) > 0 && string(r.Rejection) != "null" {
 		p.Rejection = new(Rejection)
 		if err := json.Unmarshal(r.Rejection, p.Rejection); err != nil {
@@ -298,19 +308,44 @@ func (s *Service) GetPlan(ctx context.Context, a Actor, id string) (*Plan, error
 
 // loadPlan reads the plan id of envID with its approvals and the
 // approvals it needs under the policies in force (on PostgreSQL one
-// statement: LoadReviewedPlan).
+// statement: LoadReviewedPlan). The changes of a plan this process created
+// come from its cache, when they still are the stored ones (changesCache).
 func (s *Service) loadPlan(ctx context.Context, envID, id string) (*Plan, error) {
 	if !config.ValidID(config.PrefixPlan, id) {
 		return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config plan"}
 	}
-	r, err := s.db.LoadReviewedPlan(ctx, configdb.PlanKey{EnvironmentID: envID, ID: id})
+	k := configdb.PlanKey{EnvironmentID: envID, ID: id}
+	kept := s.changes.get(k)
+	read := s.db.LoadReviewedPlan
+	if kept != nil {
+		read = s.db.LoadReviewedPlanHead
+	}
+	r, err := read(ctx, k)
 	if err != nil {
 		if isNotFound(err) {
 			return nil, &config.Error{Code: config.CodeNotFound, Detail: "no such config plan"}
 		}
 		return nil, err
 	}
-	p, err := s.planFromRow(r.Plan)
+	var changes []Change
+	if kept != nil && !r.Plan.Complete() {
+		if kept.serves(r.Plan) {
+			changes = kept.changes
+		} else {
+			s.changes.forget(k)
+			if err := s.db.CompleteChanges(ctx, r.Plan); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if read := s.hooks.OnPlanRead; read != nil {
+		from := "database"
+		if changes != nil {
+			from = "cache"
+		}
+		read(from)
+	}
+	p, err := s.planFromRowWith(r.Plan, changes)
 	if err != nil {
 		return nil, err
 	}

@@ -149,9 +149,11 @@ func (pp *PendingPlan) Create(ctx context.Context) (_ *Plan, err error) {
 	if err != nil {
 		return nil, err
 	}
+	stored := int64(len(row.Changes))
 	if err := s.db.CreatePlan(ctx, now, row, *ev); err != nil {
 		return nil, err
 	}
+	s.changes.put(plan.key(), cacheableChanges(plan.Changes), stored)
 	plan.storedStatus = row.Status
 	return plan, nil
 }

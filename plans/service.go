@@ -34,6 +34,9 @@ type Config struct {
 	// AuthCacheTTL is how long an authenticated API key is served from the
 	// process without reading it again (0: every request reads it).
 	AuthCacheTTL time.Duration
+	// PlanCacheBytes is the most bytes of stored changes that the process
+	// keeps of the plans it created (0: none; changesCache).
+	PlanCacheBytes int64
 	// Webhooks are the settings of the webhook endpoints and deliveries (§19).
 	Webhooks WebhookConfig
 }
@@ -42,7 +45,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{PlanTTL: 24 * time.Hour, ApplyLease: 60 * time.Second, RevisionLimit: 50,
 		RevisionMaxAge: 90 * 24 * time.Hour, AuthCacheTTL: DefaultAuthCacheTTL,
-		Webhooks: WebhookConfig{RetrySchedule: DefaultRetrySchedule()}}
+		PlanCacheBytes: DefaultPlanCacheBytes, Webhooks: WebhookConfig{RetrySchedule: DefaultRetrySchedule()}}
 }
 
 // core is what every part of the domain is built on: the storage, the
@@ -63,6 +66,9 @@ type core struct {
 // environment's other features are parts of their own (Domain).
 type Service struct {
 	core
+	// changes keeps the changes of the plans this process created (nil:
+	// none are kept).
+	changes *changesCache
 }
 
 // Hooks are optional observers of the service (metrics, and the other
@@ -79,6 +85,10 @@ type Hooks struct {
 	// OnPlanCreated is told of every plan creation, a restore included, by
 	// its outcome: "created" or the code of the error answered (metrics).
 	OnPlanCreated func(outcome string)
+	// OnPlanRead is told where the changes of each plan read (a plan's
+	// apply, its GET) came from: "cache" (changesCache) or "database"
+	// (metrics).
+	OnPlanRead func(changes string)
 }
 
 // Domain is the configuration domain over one storage, in its parts: the
@@ -111,7 +121,7 @@ func New(db *configdb.DB, fed federation.Client, cfg Config, log *slog.Logger, h
 	}
 	c := core{db: db, fed: fed, cfg: cfg, now: db.Now, log: log, hooks: hooks}
 	return &Domain{
-		Plans:        &Service{core: c},
+		Plans:        &Service{core: c, changes: newChangesCache(cfg.PlanCacheBytes)},
 		Environments: &Environments{core: c},
 		Keys:         &Keys{core: c, cache: newKeyCache(cfg.AuthCacheTTL)},
 		Revisions:    &Revisions{core: c},

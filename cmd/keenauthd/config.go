@@ -46,6 +46,9 @@ type config struct {
 	// AuthCacheTTL bounds how long a process serves an API key from its
 	// cache when the revocation published through Redis does not reach it.
 	AuthCacheTTL time.Duration
+	// PlanCacheMiB is how many MiB of stored changes a process keeps of
+	// the plans it created, for their apply (0: none).
+	PlanCacheMiB int
 	// StreamHeartbeat is the interval of the live event stream's comment
 	// line (§19).
 	StreamHeartbeat time.Duration
@@ -111,6 +114,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.BodyBudgetWait = dur("KEENAUTHD_BODY_BUDGET_WAIT", time.Second)
 	c.PlanRetention = dur("KEENAUTHD_PLAN_RETENTION", 90*24*time.Hour)
 	c.AuthCacheTTL = dur("KEENAUTHD_AUTH_CACHE_TTL", 5*time.Second)
+	c.PlanCacheMiB = plans.DefaultPlanCacheBytes >> 20
+	if v := getenv("KEENAUTHD_PLAN_CACHE_MIB"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			errs = append(errs, fmt.Sprintf("KEENAUTHD_PLAN_CACHE_MIB=%q is not a whole number of MiB (0 keeps none)", v))
+		} else {
+			c.PlanCacheMiB = n
+		}
+	}
 	c.StreamHeartbeat = dur("KEENAUTHD_STREAM_HEARTBEAT", 15*time.Second)
 	c.StreamLease = dur("KEENAUTHD_STREAM_LEASE", 30*time.Second)
 	errs = append(errs, loadWebhooks(getenv, &c.Webhooks)...)

@@ -114,6 +114,7 @@ func domain(ctx context.Context, cfg config, log *slog.Logger, hooks plans.Hooks
 	}
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
+	pc.PlanCacheBytes = int64(cfg.PlanCacheMiB) << 20
 	// The admin commands call no federation service.
 	return plans.New(configdb.New(db, nil, configdb.Options{}), federation.Unconfigured{}, pc, log, hooks), db, nil
 }
@@ -334,6 +335,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hooks, secret []byte, draining *atomic.Bool) service.Settings {
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
+	pc.PlanCacheBytes = int64(cfg.PlanCacheMiB) << 20
 	pc.Webhooks = cfg.Webhooks
 	return service.Settings{
 		Plans:             pc,
