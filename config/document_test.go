@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/keenauth/configplans/config/displayname"
 	"reflect"
 	"strings"
@@ -608,6 +609,81 @@ func TestSpecDecodedFromItsTextAsFromItsMembers(t *testing.T) {
 		}
 		if !reflect.DeepEqual(fromText, fromMembers) {
 			t.Errorf("%s: from the text %+v, from the members %+v", c.kind, fromText, fromMembers)
+		}
+	}
+}
+
+// TestDecodeDocumentOfManySpecsAsOneByOne: a document of enough specs to be
+// decoded by several goroutines (decodeSpecs) gives each entry the spec
+// that a document of that resource alone gives, and its 422-class problems
+// in the document's order (keys out of order, invalid specs among them,
+// roles before apis and apis again after them), as one by one.
+func TestDecodeDocumentOfManySpecsAsOneByOne(t *testing.T) {
+	t.Parallel()
+	n := 8 * specsPerWorker
+	spec := func(kind string, i int) string {
+		if kind == "roles" {
+			return fmt.Sprintf(`{"display_name": "Role %d", "permissions": []}`, i)
+		}
+		lifetime := 3600
+		if i%7 == 3 {
+			lifetime = -i // invalid: a problem of its own
+		}
+		return fmt.Sprintf(`{"identifier": "https://api.example/%d", "display_name": "API %d", "token_lifetime_seconds": %d,
+			"scopes": [{"value": "read:%d", "description": "Scope \"%d\" ✓"}]}`, i, i, lifetime, i, i)
+	}
+	key := func(i int) string { return fmt.Sprintf("k%04d", (i*37)%n) } // keys out of their order
+	var b strings.Builder
+	b.WriteString(`{"apis": {`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q: %s", key(i), spec("apis", i))
+	}
+	b.WriteString(`}, "roles": {`)
+	for i := range specsPerWorker {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q: %s", key(i), spec("roles", i))
+	}
+	b.WriteString(`}}`)
+	doc, problems, err := DecodeDocument(json.RawMessage(b.String()), "/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []FieldError
+	wantSpecs := map[Kind]map[string]json.RawMessage{KindAPI: {}, KindRole: {}}
+	for _, c := range []struct {
+		kind  string
+		count int
+	}{{"apis", n}, {"roles", specsPerWorker}} {
+		for i := range c.count {
+			one, p, err := DecodeDocument(json.RawMessage(fmt.Sprintf(`{%q: {%q: %s}}`, c.kind, key(i), spec(c.kind, i))), "/config")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, p...)
+			for k, es := range one.Entries {
+				wantSpecs[k][es[0].Key] = es[0].Spec
+			}
+		}
+	}
+	if len(want) < n/7 {
+		t.Fatalf("only %d problems: the invalid specs are not invalid", len(want))
+	}
+	if diff := cmp.Diff(want, problems); diff != "" {
+		t.Errorf("problems (-one by one +together):\n%s", diff)
+	}
+	for kind, specs := range wantSpecs {
+		if len(doc.Entries[kind]) != len(specs) {
+			t.Errorf("%s: %d entries, want %d", kind, len(doc.Entries[kind]), len(specs))
+		}
+		for _, e := range doc.Entries[kind] {
+			if string(e.Spec) != string(specs[e.Key]) {
+				t.Errorf("%s %s: spec %s, alone %s", kind, e.Key, e.Spec, specs[e.Key])
+			}
 		}
 	}
 }
