@@ -137,13 +137,10 @@ func (pa *PendingApply) Run(ctx context.Context, req *ApplyRequest) (result Appl
 		}
 		return ApplyResult{Plan: p}, nil
 	}
-	res, err := s.claimAndApply(ctx, a, p, req, pa.opt)
-	if err == nil {
-		// Applied (or applying, with OIDC material): from now on the plan
-		// is read whole (changesCache).
-		s.changes.forget(p.key())
-	}
-	return res, err
+	// Whatever the apply's outcome, the plan is read whole from now on
+	// (changesCache): an apply may give created connections their ids.
+	s.changes.forget(p.key())
+	return s.claimAndApply(ctx, a, p, req, pa.opt)
 }
 
 // checkRequest answers rows 10 to 12, before anything is claimed: the body

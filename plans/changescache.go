@@ -112,7 +112,10 @@ func (c *changesCache) remove(e *list.Element) {
 
 // serves reports whether the kept changes are those of row, read without
 // them (LoadReviewedPlanHead): a plan neither applied nor applying, whose
-// stored changes have the size kept.
+// stored changes have the size kept. The only rewrite of a plan's changes
+// gives created connections their ids (resource_id null becomes a con_
+// id), which makes them longer: a plan released to planned after such an
+// apply (ReleasePlan) is told by its size.
 func (cc *cachedChanges) serves(row *configdb.PlanRow) bool {
 	switch Status(row.Status) {
 	case StatusApplied, StatusApplying:

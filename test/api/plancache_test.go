@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/keenauth/configplans/federation"
 	"github.com/keenauth/configplans/test/apitest"
 )
 
@@ -107,4 +108,46 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestPlanReleasedAfterItsConnectionsGotIdsIsReadAsStored: a plan of a
+// new connection with OIDC material, created by one process and applied by
+// another whose federation service refuses the material, is planned again
+// with its change showing the connection's new id (§5); the creator, which
+// kept the changes as they were planned, reads the plan as stored.
+func TestPlanReleasedAfterItsConnectionsGotIdsIsReadAsStored(t *testing.T) {
+	t.Parallel()
+	if apitest.Backend() == apitest.BackendEmbedded {
+		t.Skip("needs PostgreSQL/Redis: two processes over one database")
+	}
+	e := apitest.Setup(t, apitest.Options{})
+	other := apitest.Setup(t, apitest.Options{Replica: e})
+	id := e.Plan(connDoc(map[string]any{"acme-sso": oidcConn("ACME", false, "abc")}), false)["id"].(string)
+	if got := secPlan(t, e, id); secChangeID(t, got, "acme-sso") != "null" {
+		t.Fatalf("the planned change shows resource_id %s", secChangeID(t, got, "acme-sso"))
+	}
+	other.Fed.Next(1).Reject(federation.FieldError{Pointer: "/issuer", Code: "invalid"})
+	if r := secApply(other, id, applyBody("acme-sso", secSecret)); r.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("apply with the material refused: %d %s", r.Status, r.Body)
+	}
+	mine, theirs := secPlan(t, e, id), secPlan(t, other, id)
+	if mine["status"] != "planned" || secChangeID(t, mine, "acme-sso") == "null" {
+		t.Errorf("the creator reads status %v, resource_id %s; want planned and the new id", mine["status"], secChangeID(t, mine, "acme-sso"))
+	}
+	if a, b := mustJSON(t, mine), mustJSON(t, theirs); !bytes.Equal(a, b) {
+		t.Errorf("the creator reads\n%s\nthe other process reads\n%s", a, b)
+	}
+}
+
+// secChangeID is the resource_id of the change of the connection key in
+// the plan p, as JSON text.
+func secChangeID(t *testing.T, p map[string]any, key string) string {
+	t.Helper()
+	for _, c := range p["changes"].([]any) {
+		if c := c.(map[string]any); c["kind"] == "connection" && c["key"] == key {
+			return string(mustJSON(t, c["resource_id"]))
+		}
+	}
+	t.Fatalf("no change of connection %s in %v", key, p["changes"])
+	return ""
 }
