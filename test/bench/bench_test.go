@@ -161,3 +161,31 @@ gc 9 @2.500s 1%: 0.020+3.0+0.005 ms clock, 0.040+0.2/1.1/0+0.010 ms cpu, 70->71-
 		t.Errorf("no gctrace line: %+v", got)
 	}
 }
+
+// TestServerEnvIsGivenAfterTheBenchsOwnVariables: -server-env is
+// repeatable, takes NAME=VALUE only, and reaches every keenauthd after the
+// bench's own settings, so that it overrides them.
+func TestServerEnvIsGivenAfterTheBenchsOwnVariables(t *testing.T) {
+	o, err := parseFlags([]string{"-server-env", "KEENAUTHD_PLAN_CACHE_MIB=0", "-server-env", "KEENAUTHD_INFLIGHT_LIMIT=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string(o.serverEnv); len(got) != 2 || got[0] != "KEENAUTHD_PLAN_CACHE_MIB=0" || got[1] != "KEENAUTHD_INFLIGHT_LIMIT=3" {
+		t.Fatalf("server env %q", got)
+	}
+	env := append(serverEnv("db", "redis", "l", "d"), o.serverEnv...)
+	last := ""
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "KEENAUTHD_INFLIGHT_LIMIT=") {
+			last = kv
+		}
+	}
+	if last != "KEENAUTHD_INFLIGHT_LIMIT=3" {
+		t.Errorf("the last KEENAUTHD_INFLIGHT_LIMIT given is %q", last)
+	}
+	for _, bad := range []string{"NOEQUALS", "=1"} {
+		if _, err := parseFlags([]string{"-server-env", bad}); err == nil {
+			t.Errorf("-server-env %q accepted", bad)
+		}
+	}
+}

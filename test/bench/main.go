@@ -61,6 +61,9 @@ type options struct {
 	pgLog      bool
 	pgLogTop   int
 	pgLogFile  string
+	// serverEnv are variables given to every keenauthd the bench starts
+	// (-server-env), after its own: an A/B run of a setting.
+	serverEnv envList
 
 	p1Reps      int
 	p2Duration  time.Duration
@@ -90,6 +93,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.pgLog, "pg-log", false, "log every statement of the bench's database (ALTER DATABASE … SET log_min_duration_statement = 0, reset at the end) and print PostgreSQL's time per statement for each scenario")
 	fs.IntVar(&o.pgLogTop, "pg-log-top", 15, "with -pg-log: how many statements to print per scenario (by total time)")
 	fs.StringVar(&o.pgLogFile, "pg-log-file", "", "with -pg-log: the server's log file as the server sees it (default: pg_current_logfile(), else /var/log/postgresql/postgresql-MAJOR-main.log)")
+	fs.Var(&o.serverEnv, "server-env", "NAME=VALUE for every keenauthd the bench starts, after its own settings (repeatable; e.g. KEENAUTHD_PLAN_CACHE_MIB=0)")
 	p2 := fs.Duration("p2-duration", 0, "length of each P2 loop (default 20s, -quick 3s)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -255,7 +259,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	rep.Redis = redisVersion(ctx, rdb)
 
 	fmt.Fprintf(stdout, "cores %d, %s, PostgreSQL %s, Redis %s, load average %s\n", rep.Cores, rep.GoVersion, rep.Postgres, rep.Redis, rep.LoadStart)
-	srv, err := startServer(ctx, bin, dbURL, fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp+"/keenauthd.log")
+	srv, err := startServer(ctx, bin, dbURL, fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp+"/keenauthd.log", o.serverEnv...)
 	if err != nil {
 		return err
 	}

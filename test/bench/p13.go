@@ -38,7 +38,7 @@ func (b *bench) p13(ctx context.Context) error {
 			return err
 		}
 	}
-	other, err := startServer(ctx, b.bin, b.dbURL, b.redisURL, b.tmp+"/keenauthd-p13.log")
+	other, err := startServer(ctx, b.bin, b.dbURL, b.redisURL, b.tmp+"/keenauthd-p13.log", b.o.serverEnv...)
 	if err != nil {
 		return fmt.Errorf("replica B: %w", err)
 	}

@@ -426,7 +426,7 @@ func (b *bench) p5(ctx context.Context) error {
 	// now over the same database and Redis, so that the heap the earlier
 	// scenarios left in the main server does not decide the peak. It logs
 	// every collection (GODEBUG=gctrace=1): the live heap is read from them.
-	fresh, err := startServer(ctx, b.bin, b.dbURL, b.redisURL, filepath.Join(b.tmp, "keenauthd-p5.log"), "GODEBUG=gctrace=1")
+	fresh, err := startServer(ctx, b.bin, b.dbURL, b.redisURL, filepath.Join(b.tmp, "keenauthd-p5.log"), append([]string{"GODEBUG=gctrace=1"}, b.o.serverEnv...)...)
 	if err != nil {
 		return err
 	}

@@ -298,3 +298,16 @@ func (s *server) fetchProfile(ctx context.Context, route, path string) error {
 	}
 	return f.Close()
 }
+
+// envList is the value of a repeatable NAME=VALUE flag.
+type envList []string
+
+func (l *envList) String() string { return strings.Join(*l, " ") }
+
+func (l *envList) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return fmt.Errorf("%q is not NAME=VALUE", v)
+	}
+	*l = append(*l, v)
+	return nil
+}

@@ -69,8 +69,8 @@ func (s *otlpSink) counts() (exports, spans, bad int, bytes int64) {
 func (b *bench) tracing(ctx context.Context, untraced []row, bin, dbURL, redisURL, logPath string) error {
 	sink := newOTLPSink()
 	defer sink.srv.Close()
-	traced, err := startServer(ctx, bin, dbURL, redisURL, logPath,
-		"OTEL_EXPORTER_OTLP_ENDPOINT="+sink.srv.URL, "OTEL_TRACES_SAMPLER=always_on", "OTEL_SERVICE_NAME=keenauthd-bench")
+	traced, err := startServer(ctx, bin, dbURL, redisURL, logPath, append([]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.srv.URL, "OTEL_TRACES_SAMPLER=always_on", "OTEL_SERVICE_NAME=keenauthd-bench"}, b.o.serverEnv...)...)
 	if err != nil {
 		return err
 	}
