@@ -338,12 +338,12 @@ func (s *Service) loadPlan(ctx context.Context, envID, id string) (*Plan, error)
 			}
 		}
 	}
-	if read := s.hooks.OnPlanRead; read != nil {
+	if observe := s.hooks.OnPlanRead; observe != nil {
 		from := "database"
 		if changes != nil {
 			from = "cache"
 		}
-		read(from)
+		observe(from)
 	}
 	p, err := s.planFromRowWith(r.Plan, changes)
 	if err != nil {

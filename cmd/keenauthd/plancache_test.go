@@ -10,25 +10,21 @@ import (
 // error naming it.
 func TestConfigReadsThePlanCacheSize(t *testing.T) {
 	t.Parallel()
-	for v, want := range map[string]int{"": 16, "0": 0, "64": 64} {
-		cfg, err := loadConfig(func(k string) string {
+	load := func(v string) (config, error) {
+		return loadConfig(func(k string) string {
 			if k == "KEENAUTHD_PLAN_CACHE_MIB" {
 				return v
 			}
 			return ""
 		})
-		if err != nil || cfg.PlanCacheMiB != want {
+	}
+	for v, want := range map[string]int{"": 16, "0": 0, "64": 64} {
+		if cfg, err := load(v); err != nil || cfg.PlanCacheMiB != want {
 			t.Errorf("%q: %d MiB, %v; want %d", v, cfg.PlanCacheMiB, err, want)
 		}
 	}
 	for _, v := range []string{"-1", "1.5", "16MiB"} {
-		_, err := loadConfig(func(k string) string {
-			if k == "KEENAUTHD_PLAN_CACHE_MIB" {
-				return v
-			}
-			return ""
-		})
-		if err == nil || !strings.Contains(err.Error(), "KEENAUTHD_PLAN_CACHE_MIB") {
+		if _, err := load(v); err == nil || !strings.Contains(err.Error(), "KEENAUTHD_PLAN_CACHE_MIB") {
 			t.Errorf("%q: %v", v, err)
 		}
 	}
