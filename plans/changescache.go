@@ -30,9 +30,10 @@ const planCacheEntryMax = 2<<20 - 4<<10
 // The kept changes are shared by every plan read from them: nothing
 // writes to a plan's changes once it is built (an apply that gives
 // connections ids clones them first, appliedRecord). The cache holds at
-// most max bytes of stored changes, the least recently used dropped first;
-// in memory the decoded changes take about as much again, their specs and
-// diff values being their own.
+// most max bytes of stored changes, the least recently used dropped first.
+// In memory kept changes take at most about their stored size: a create's
+// spec is stored twice (its diff adds it whole) but held once, beside a
+// record of some 150 bytes for each change.
 type changesCache struct {
 	max int64
 
