@@ -105,6 +105,10 @@ func (r Reader) LoadReviewedPlanHead(ctx context.Context, k PlanKey) (ReviewedPl
 	return r.loadReviewedPlan(ctx, k, false)
 }
 
+// ReadsPlanHeads reports whether LoadReviewedPlanHead leaves a plan's
+// changes out (PostgreSQL). SQLite reads them in the process.
+func (r Reader) ReadsPlanHeads() bool { return !r.sqlite }
+
 func (r Reader) loadReviewedPlan(ctx context.Context, k PlanKey, changes bool) (ReviewedPlan, error) {
 	if r.sqlite {
 		return r.loadReviewedPlanEach(ctx, k)

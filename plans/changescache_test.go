@@ -8,6 +8,8 @@ import (
 
 	"github.com/keenauth/configplans/config"
 	"github.com/keenauth/configplans/configdb"
+	"github.com/keenauth/configplans/federation"
+	"github.com/keenauth/configplans/test/testdb"
 )
 
 // TestChangesCacheKeepsTheMostRecentlyUsedWithinItsBytes: the cache holds
@@ -120,5 +122,25 @@ func TestCacheableChangesAreTheChangesDecoded(t *testing.T) {
 	}
 	if &kept[0] == &changes[0] {
 		t.Error("the kept changes share the plan's slice")
+	}
+}
+
+// TestChangesAreKeptOnPostgreSQLOnly: the domain over PostgreSQL keeps the
+// changes of the plans it creates, within PlanCacheBytes (0: none); over
+// SQLite (keenauthd dev), which reads a plan in the process, it keeps none.
+func TestChangesAreKeptOnPostgreSQLOnly(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	pg := New(configdb.New(testdb.New(t).DB, nil, configdb.Options{}), federation.Unconfigured{}, cfg, nil, Hooks{})
+	if pg.Plans.changes == nil || pg.Plans.changes.max != DefaultPlanCacheBytes {
+		t.Errorf("PostgreSQL: cache %+v, want one of %d bytes", pg.Plans.changes, DefaultPlanCacheBytes)
+	}
+	sqlite := New(configdb.New(testdb.NewSQLite(t).DB, nil, configdb.Options{}), federation.Unconfigured{}, cfg, nil, Hooks{})
+	if sqlite.Plans.changes != nil {
+		t.Error("SQLite: changes are kept")
+	}
+	cfg.PlanCacheBytes = 0
+	if none := New(configdb.New(testdb.New(t).DB, nil, configdb.Options{}), federation.Unconfigured{}, cfg, nil, Hooks{}); none.Plans.changes != nil {
+		t.Error("PlanCacheBytes 0: changes are kept")
 	}
 }

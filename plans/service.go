@@ -120,8 +120,14 @@ func New(db *configdb.DB, fed federation.Client, cfg Config, log *slog.Logger, h
 		log = slog.Default()
 	}
 	c := core{db: db, fed: fed, cfg: cfg, now: db.Now, log: log, hooks: hooks}
+	// SQLite (dev mode) reads a plan with its changes in the process:
+	// there is nothing to save by keeping them.
+	var changes *changesCache
+	if db.ReadsPlanHeads() {
+		changes = newChangesCache(cfg.PlanCacheBytes)
+	}
 	return &Domain{
-		Plans:        &Service{core: c, changes: newChangesCache(cfg.PlanCacheBytes)},
+		Plans:        &Service{core: c, changes: changes},
 		Environments: &Environments{core: c},
 		Keys:         &Keys{core: c, cache: newKeyCache(cfg.AuthCacheTTL)},
 		Revisions:    &Revisions{core: c},
