@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultPlanCacheBytes is the most bytes of stored changes that a process
-// keeps of the plans it created (KEENAUTHD_PLAN_CACHE_BYTES).
+// keeps of the plans it created (KEENAUTHD_PLAN_CACHE_MIB).
 const DefaultPlanCacheBytes = 16 << 20
 
 // planCacheEntryMax is the most bytes of stored changes that one plan may
