@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/keenauth/configplans/canonjson"
+	"github.com/keenauth/configplans/parallel"
 )
 
 // Entry is one resource of a document. Spec is the normalised canonical JSON
@@ -262,7 +261,7 @@ func (d *docDecoder) decodeSpecs() error {
 		}
 		out[i].spec, out[i].problems = checkSpec(s, ps.ptr)
 	}
-	inParallel(len(d.specs), min(runtime.GOMAXPROCS(0), len(d.specs)/specsPerWorker), decode)
+	parallel.Each(len(d.specs), parallel.Workers(len(d.specs), specsPerWorker), decode)
 	for i, ps := range d.specs {
 		if out[i].err != nil {
 			return out[i].err
@@ -272,40 +271,6 @@ func (d *docDecoder) decodeSpecs() error {
 	}
 	d.specs = nil
 	return nil
-}
-
-// inParallel runs fn(i) for each i below n, on up to workers goroutines
-// (on the caller's alone when workers is at most 1), and returns once
-// every call has. A panic in fn is raised again in the caller's goroutine,
-// whose recovery answers it: in a goroutine of its own it would end the
-// process.
-func inParallel(n, workers int, fn func(i int)) {
-	if workers <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var once sync.Once
-	var panicked any
-	for range workers {
-		wg.Go(func() {
-			defer func() {
-				if r := recover(); r != nil {
-					once.Do(func() { panicked = r })
-				}
-			}()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-	if panicked != nil {
-		panic(panicked)
-	}
 }
 
 // duplicateValueProblems reports every resource whose unique value an
