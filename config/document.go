@@ -553,16 +553,6 @@ func (p *strictParser) members(start int, each func(name string, i int, dup bool
 	}
 }
 
-// unmarshalTree decodes a checked object into a typed spec, from its text
-// (specText).
-func unmarshalTree(tree *jsonObject, s spec) error {
-	b, err := specText(tree)
-	if err != nil {
-		return err
-	}
-	return unmarshalSpec(b, s)
-}
-
 // specText is a checked object's text in the input, its members
 // re-encoded when it has none.
 func specText(tree *jsonObject) ([]byte, error) {

@@ -36,3 +36,13 @@ func NormalizeSpec(kind Kind, raw json.RawMessage) (json.RawMessage, error) {
 	}
 	return canon, nil
 }
+
+// unmarshalTree decodes a checked object into a typed spec, from its text
+// (specText).
+func unmarshalTree(tree *jsonObject, s spec) error {
+	b, err := specText(tree)
+	if err != nil {
+		return err
+	}
+	return unmarshalSpec(b, s)
+}
