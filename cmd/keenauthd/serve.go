@@ -112,11 +112,16 @@ func domain(ctx context.Context, cfg config, log *slog.Logger, hooks plans.Hooks
 	if err != nil {
 		return nil, nil, err
 	}
+	// The admin commands call no federation service.
+	return plans.New(configdb.New(db, nil, configdb.Options{}), federation.Unconfigured{}, planConfig(cfg), log, hooks), db, nil
+}
+
+// planConfig is the domain's configuration of cfg.
+func planConfig(cfg config) plans.Config {
 	pc := plans.DefaultConfig()
 	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
 	pc.PlanCacheBytes = int64(cfg.PlanCacheMiB) << 20
-	// The admin commands call no federation service.
-	return plans.New(configdb.New(db, nil, configdb.Options{}), federation.Unconfigured{}, pc, log, hooks), db, nil
+	return pc
 }
 
 func envCreate(ctx context.Context, cfg config, args []string, stdout io.Writer) error {
@@ -333,9 +338,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, args []s
 // settings are the choices of serve and dev for one keenauthd: the
 // configuration of cfg, the metrics m and the domain's hooks.
 func settings(cfg config, log *slog.Logger, m *metrics.Metrics, hooks plans.Hooks, secret []byte, draining *atomic.Bool) service.Settings {
-	pc := plans.DefaultConfig()
-	pc.PlanTTL, pc.ApplyLease, pc.AuthCacheTTL = cfg.PlanTTL, cfg.ApplyLease, cfg.AuthCacheTTL
-	pc.PlanCacheBytes = int64(cfg.PlanCacheMiB) << 20
+	pc := planConfig(cfg)
 	pc.Webhooks = cfg.Webhooks
 	return service.Settings{
 		Plans:             pc,
