@@ -93,21 +93,12 @@ func TestPlanReadByItsCreatorIsThePlanStored(t *testing.T) {
 	if err := json.Unmarshal(get(other, id), &want); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := json.Marshal(answer["changes"]); !bytes.Equal(got, mustJSON(t, want["changes"])) {
-		t.Errorf("the apply's answer shows the changes\n%s\nstored are\n%s", got, mustJSON(t, want["changes"]))
+	if got, _ := json.Marshal(answer["changes"]); !bytes.Equal(got, encodeJSON(t, want["changes"])) {
+		t.Errorf("the apply's answer shows the changes\n%s\nstored are\n%s", got, encodeJSON(t, want["changes"]))
 	}
 	c0, d0 = reads(k.e)
 	get(k.e, id)
 	moved("the creator's read of the plan it applied", k.e, c0, d0, 0, 1)
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestPlanReleasedAfterItsConnectionsGotIdsIsReadAsStored: a plan of a
@@ -134,7 +125,7 @@ func TestPlanReleasedAfterItsConnectionsGotIdsIsReadAsStored(t *testing.T) {
 	if mine["status"] != "planned" || secChangeID(t, mine, "acme-sso") == "null" {
 		t.Errorf("the creator reads status %v, resource_id %s; want planned and the new id", mine["status"], secChangeID(t, mine, "acme-sso"))
 	}
-	if a, b := mustJSON(t, mine), mustJSON(t, theirs); !bytes.Equal(a, b) {
+	if a, b := encodeJSON(t, mine), encodeJSON(t, theirs); !bytes.Equal(a, b) {
 		t.Errorf("the creator reads\n%s\nthe other process reads\n%s", a, b)
 	}
 }
@@ -145,7 +136,7 @@ func secChangeID(t *testing.T, p map[string]any, key string) string {
 	t.Helper()
 	for _, c := range p["changes"].([]any) {
 		if c := c.(map[string]any); c["kind"] == "connection" && c["key"] == key {
-			return string(mustJSON(t, c["resource_id"]))
+			return string(encodeJSON(t, c["resource_id"]))
 		}
 	}
 	t.Fatalf("no change of connection %s in %v", key, p["changes"])
