@@ -17,7 +17,7 @@ import (
 // cut after, the statement runs again and finds the plan it stored under
 // the same id. Either way one plan with one event, and no error. A plan
 // already under the id on the first attempt is not the caller's: an error.
-// The same holds for a plan over 1 MiB, whose statement runs in a
+// The same holds for a plan over LargeParameter, whose statement runs in a
 // transaction after its changes were sent in pieces (sendSetting): its
 // changes are stored whole.
 func TestCreatePlanRunsAgainAfterALostStatementAndFindsItsPlan(t *testing.T) {
@@ -29,7 +29,7 @@ func TestCreatePlanRunsAgainAfterALostStatementAndFindsItsPlan(t *testing.T) {
 		proxied, proxy := d.Through(t, 0)
 		return configdb.New(proxied.DB, func() time.Time { return now }, configdb.Options{}), proxy
 	}
-	large := configdb.JSON(`["` + strings.Repeat("x", 3<<19) + `"]`)
+	large := configdb.JSON(`["` + strings.Repeat("x", configdb.LargeParameter+1<<19) + `"]`)
 	plan := func(id string) (*configdb.PlanRow, configdb.PlanEventRow) {
 		empty := configdb.JSON(`[]`)
 		changes := empty

@@ -15,3 +15,7 @@ func InsertLogsAsApplied(g *gorm.DB, envID string, logs []LogRow) error {
 
 // Gorm is the transaction's handle, for the tests' own statements in it.
 func (tx *Tx) Gorm(ctx context.Context) *gorm.DB { return tx.q(ctx) }
+
+// LargeParameter is the size of a value past which it is sent in pieces
+// through a setting of the transaction (largeParameter).
+const LargeParameter = largeParameter

@@ -55,7 +55,7 @@ func multibyteChanges(n int) configdb.JSON {
 }
 
 // checkSentApart reports an error unless the setting name of tx's
-// transaction holds want exactly when want is over 1 MiB, and nothing
+// transaction holds want exactly when want is over LargeParameter (4 MiB), and nothing
 // otherwise: what went to the statement through the setting, in pieces.
 func checkSentApart(ctx context.Context, t *testing.T, tx *configdb.Tx, name, id string, want []byte) error {
 	t.Helper()
@@ -63,7 +63,7 @@ func checkSentApart(ctx context.Context, t *testing.T, tx *configdb.Tx, name, id
 	if err != nil {
 		return err
 	}
-	if large := len(want) > 1<<20; large != (setting == string(want)) || !large && setting != "" {
+	if large := len(want) > configdb.LargeParameter; large != (setting == string(want)) || !large && setting != "" {
 		t.Errorf("%s (%d bytes): the transaction's setting holds %d bytes", id, len(want), len(setting))
 	}
 	return nil

@@ -365,7 +365,12 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 // statement (ExtendedQueryBuilder.reset shortens ParamValues to 0 but
 // keeps its elements when it has at most 64): a plan's changes, up to
 // 10 MiB, stayed held by a connection idle in the pool (issue 34, P5).
-const largeParameter = 1 << 20
+// The pieces cost PostgreSQL more than the parameter: each set_config
+// copies the setting's whole value, and the statement reads it back, so
+// a plan of 1,000 creates (1.2 MB) took 64–71 ms to create through the
+// setting and 41–45 ms as a parameter (P4, docs/benchmarks.md). Up to
+// 4 MiB a value is a parameter, at most 12 MiB held while it is sent.
+const largeParameter = 4 << 20
 
 // changesSetting is the setting of a transaction that a plan's changes
 // over largeParameter are sent to (insertPlanOnce).

@@ -16,8 +16,8 @@ import (
 
 // TestRecordApplyOutcomeStoresTheRevisionsResourcesAsEncoded: the
 // revision's resources are stored byte for byte, whether they go as the
-// record's parameter (up to 1 MiB) or before it in pieces through a
-// setting of the transaction (over 1 MiB, and only then), characters
+// record's parameter (up to LargeParameter, 4 MiB) or before it in pieces
+// through a setting of the transaction (over it, and only then), characters
 // beyond ASCII cut at a piece's end included. After the transaction the
 // setting holds nothing.
 func TestRecordApplyOutcomeStoresTheRevisionsResourcesAsEncoded(t *testing.T) {
@@ -40,7 +40,7 @@ func TestRecordApplyOutcomeStoresTheRevisionsResourcesAsEncoded(t *testing.T) {
 		b.WriteString(`"]`)
 		return []byte(b.String())
 	}
-	for i, want := range [][]byte{resources(1000), resources(1<<20 - 100), resources(3<<20 + 11)} {
+	for i, want := range [][]byte{resources(1000), resources(configdb.LargeParameter - 100), resources(configdb.LargeParameter + 1<<20 + 11)} {
 		id := fmt.Sprintf("rev_%d", i)
 		err := db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 			_, _, err := tx.RecordApplyOutcome(ctx, configdb.ApplyRecord{EnvironmentID: "env_a", Keep: 50,
@@ -50,7 +50,7 @@ func TestRecordApplyOutcomeStoresTheRevisionsResourcesAsEncoded(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			// Over 1 MiB the resources went through the setting, and
+			// Over LargeParameter the resources went through the setting, and
 			// only then.
 			return checkSentApart(ctx, t, tx, "keenauth.revision", id, want)
 		})
@@ -80,7 +80,7 @@ func TestRecordApplyOutcomeStoresTheRevisionsResourcesAsEncoded(t *testing.T) {
 	}
 }
 
-// TestInsertPlanSendsLargeChangesApart: a plan's changes over 1 MiB are
+// TestInsertPlanSendsLargeChangesApart: a plan's changes over LargeParameter are
 // stored byte for byte through a setting of the transaction (and only
 // then), not as the INSERT's parameter; so are they on the pool
 // (CreatePlan), in a transaction of their own.
@@ -104,7 +104,7 @@ func TestInsertPlanSendsLargeChangesApart(t *testing.T) {
 		}
 		return got
 	}
-	for i, want := range []configdb.JSON{changes(1000), changes(1<<20 - 100), changes(3<<20 + 11)} {
+	for i, want := range []configdb.JSON{changes(1000), changes(configdb.LargeParameter - 100), changes(configdb.LargeParameter + 1<<20 + 11)} {
 		id := fmt.Sprintf("cfgp_tx_%d", i)
 		err := db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
 			row, ev := plan(id, want)
