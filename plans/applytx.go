@@ -224,12 +224,18 @@ type revision struct {
 	counts revisions.Counts
 }
 
-// revisionPiece is the size of the pieces in which a revision over it is
-// encoded and sent on PostgreSQL (tx.SendRevision).
+// revisionPiece is the size of the pieces in which a revision over
+// revisionWhole is encoded and sent on PostgreSQL (tx.SendRevision).
 const revisionPiece = 1 << 20
 
+// revisionWhole is the most specs a revision encoded whole may hold: the
+// size up to which configdb sends a value as a statement's parameter
+// (largeParameter), as the pieces, put together in a setting of the
+// transaction, cost PostgreSQL more than the parameter.
+const revisionWhole = 4 << 20
+
 // buildRevision is row 18: the revision kept for the changes, which must
-// fit in 10 MiB. On PostgreSQL one whose specs take over revisionPiece is
+// fit in 10 MiB. On PostgreSQL one whose specs take over revisionWhole is
 // encoded and sent to tx a piece at a time (issue 34, P5: held whole, its
 // encoding was live beside today's specs and the plan's changes).
 func buildRevision(ctx context.Context, tx *configdb.Tx, p *Plan, cur state) (*revision, error) {
@@ -262,7 +268,7 @@ func buildRevision(ctx context.Context, tx *configdb.Tx, p *Plan, cur state) (*r
 	}
 	var size int
 	var err error
-	if tx.RowLocks() && specs > revisionPiece {
+	if tx.RowLocks() && specs > revisionWhole {
 		sent, over := 0, false
 		size, err = revisions.EncodeInPieces(resources, revisionPiece, func(piece []byte) error {
 			if over = over || sent+len(piece) > MaxPlanBytes; over {

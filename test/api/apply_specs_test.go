@@ -89,15 +89,17 @@ func TestLoadResourcesReadsAResourceOnce(t *testing.T) {
 }
 
 // TestARevisionOverAPieceKeepsTheSpecsItReplaced: a revision whose former
-// specs take over 1 MiB (encoded and sent to the transaction in pieces on
-// PostgreSQL) holds every resource the apply changed, in the plan's order,
-// with the spec and version it had, characters beyond ASCII included.
+// specs take over 4 MiB (encoded and sent to the transaction in pieces of
+// 1 MiB on PostgreSQL) holds every resource the apply changed, in the
+// plan's order, with the spec and version it had, characters beyond ASCII
+// included.
 func TestARevisionOverAPieceKeepsTheSpecsItReplaced(t *testing.T) {
 	t.Parallel()
 	k := newApplyEnv(t, apitest.Options{})
+	const n = 450 // about 10 KB of spec each
 	apis := func(version string) map[string]any {
 		m := map[string]any{}
-		for i := range 130 {
+		for i := range n {
 			var scopes []any
 			for j := range 40 {
 				scopes = append(scopes, map[string]any{"value": fmt.Sprintf("scope:%d", j), "description": "é ✓ " + strings.Repeat("d", 200)})
@@ -114,8 +116,15 @@ func TestARevisionOverAPieceKeepsTheSpecsItReplaced(t *testing.T) {
 	rev := k.get("/v1/config-revisions/" + res["revision_id"].(string))
 	resources, _ := rev["resources"].([]any)
 	changes, _ := plan["changes"].([]any)
-	if len(resources) != 130 || len(changes) != 130 {
-		t.Fatalf("%d resources in the revision, %d changes, want 130", len(resources), len(changes))
+	if len(resources) != n || len(changes) != n {
+		t.Fatalf("%d resources in the revision, %d changes, want %d", len(resources), len(changes), n)
+	}
+	specs := 0
+	for _, r := range resources {
+		specs += len(encodeJSON(t, r.(map[string]any)["spec_before"]))
+	}
+	if specs <= 4<<20 {
+		t.Fatalf("the revision's specs take %d bytes, not over 4 MiB: it was not sent in pieces", specs)
 	}
 	for i, r := range resources {
 		r := r.(map[string]any)
