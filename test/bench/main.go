@@ -144,7 +144,11 @@ type bench struct {
 	srv   *server
 	api   *api
 	bound *bound
-	rdb   *redis.Client
+	// beside, while P1 runs against the traced server, is the untraced
+	// server's client: each repetition applies the same plan there too,
+	// alternated, and P1T divides by those applies (tracing).
+	beside *api
+	rdb    *redis.Client
 	rows  []row
 	warm  envKey
 

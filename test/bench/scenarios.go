@@ -53,7 +53,13 @@ func (b *bench) p1(ctx context.Context) error {
 	for _, n := range sizes {
 		total += repsOf(n)
 	}
-	envs, err := b.srv.newEnvs(ctx, "p1", total*2)
+	// An environment for the server, one for the bound, and one for the
+	// untraced server beside the traced one (b.beside).
+	per := 2
+	if b.beside != nil {
+		per = 3
+	}
+	envs, err := b.srv.newEnvs(ctx, "p1", total*per)
 	if err != nil {
 		return err
 	}
@@ -62,9 +68,9 @@ func (b *bench) p1(ctx context.Context) error {
 		reps := repsOf(n)
 		specs := keyedSpecs("r", n, 0)
 		body, keyed := apisDocument(specs), sortedSpecs(specs)
-		var applies, bounds, plans []time.Duration
+		var applies, bounds, plans, besides []time.Duration
 		for r := range reps {
-			srvEnv, boundEnv := envs[(base+r)*2], envs[(base+r)*2+1]
+			srvEnv, boundEnv := envs[(base+r)*per], envs[(base+r)*per+1]
 			server := func() error {
 				p, pr, err := b.api.plan(ctx, srvEnv, body)
 				if err != nil {
@@ -91,15 +97,35 @@ func (b *bench) p1(ctx context.Context) error {
 			}
 			// Alternate which goes first, so that drift of the machine
 			// weighs on both alike.
-			first, second := server, lower
+			steps := []func() error{server, lower}
 			if r%2 == 1 {
-				first, second = lower, server
+				steps = []func() error{lower, server}
 			}
-			if err := first(); err != nil {
-				return err
+			if b.beside != nil {
+				besideEnv := envs[(base+r)*per+2]
+				beside := func() error {
+					p, _, err := b.beside.plan(ctx, besideEnv, body)
+					if err != nil {
+						return err
+					}
+					ar, err := b.beside.apply(ctx, besideEnv, p.ID, "")
+					if err != nil {
+						return err
+					}
+					besides = append(besides, ar.took)
+					return nil
+				}
+				// Next to the traced server's apply, before it or after it.
+				if r%2 == 0 {
+					steps = []func() error{beside, server, lower}
+				} else {
+					steps = []func() error{lower, server, beside}
+				}
 			}
-			if err := second(); err != nil {
-				return err
+			for _, step := range steps {
+				if err := step(); err != nil {
+					return err
+				}
 			}
 		}
 		base += reps
@@ -109,6 +135,10 @@ func (b *bench) p1(ctx context.Context) error {
 			Bound: ms(bnd), BoundOf: "(pgx tx)", Ratio: ratio, Target: "—",
 			Details: map[string]any{"changes": n, "apply_ms": msList(applies), "bound_ms": msList(bounds), "plan_ms": msList(plans),
 				"document_bytes": len(body)}}
+		if len(besides) > 0 {
+			r.Details["untraced_apply_ms"] = msList(besides)
+			r.Details["untraced_apply_median_ms"] = ms(median(besides))
+		}
 		if n == 1000 {
 			r.Target, r.Checked, r.Pass = "ratio ≤ 1.3", true, ratio <= 1.3
 		}
