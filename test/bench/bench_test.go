@@ -189,3 +189,45 @@ func TestServerEnvIsGivenAfterTheBenchsOwnVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestTracedRowDividesByTheAlternatedApplies: P1T's ratio is the traced
+// apply over the untraced applies made beside it when the traced row has
+// them, and over the untraced run's figure otherwise (P2T, a rate: the
+// untraced over the traced); only the apply of 1,000 changes and P2's
+// throughput are checked against the target.
+func TestTracedRowDividesByTheAlternatedApplies(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name          string
+		traced, plain row
+		bound, ratio  float64
+		boundOf       string
+		checked, pass bool
+	}{
+		{"P1 of 1,000 beside untraced applies",
+			row{ID: "P1", Scenario: "apply", Figure: 69, Unit: "ms", Details: map[string]any{"changes": 1000, "untraced_apply_median_ms": 60.0}},
+			row{ID: "P1", Scenario: "apply", Figure: 50, Unit: "ms"},
+			60, 69.0 / 60, "(untraced, alternated)", true, true},
+		{"P1 of 1,000 without them",
+			row{ID: "P1", Scenario: "apply", Figure: 69, Unit: "ms", Details: map[string]any{"changes": 1000}},
+			row{ID: "P1", Scenario: "apply", Figure: 50, Unit: "ms"},
+			50, 69.0 / 50, "(untraced)", true, false},
+		{"P1 of 10, not checked",
+			row{ID: "P1", Scenario: "apply", Figure: 6, Unit: "ms", Details: map[string]any{"changes": 10, "untraced_apply_median_ms": 4.0}},
+			row{ID: "P1", Scenario: "apply", Figure: 5, Unit: "ms"},
+			4, 1.5, "(untraced, alternated)", false, false},
+		{"P2's throughput",
+			row{ID: "P2", Scenario: "pairs", Figure: 250, Unit: "/s", Details: map[string]any{}},
+			row{ID: "P2", Scenario: "pairs", Figure: 280, Unit: "/s"},
+			280, 280.0 / 250, "(untraced)", true, true},
+	} {
+		r := tracedRow(c.traced, c.plain)
+		if r.ID != c.traced.ID+"T" || r.Bound != c.bound || math.Abs(r.Ratio-c.ratio) > 1e-9 || r.BoundOf != c.boundOf || r.Checked != c.checked || r.Pass != c.pass {
+			t.Errorf("%s: %s bound %v %s ratio %v checked %v pass %v; want bound %v %s ratio %v checked %v pass %v", c.name,
+				r.ID, r.Bound, r.BoundOf, r.Ratio, r.Checked, r.Pass, c.bound, c.boundOf, c.ratio, c.checked, c.pass)
+		}
+		if r.Details["untraced_row_figure"] != c.plain.Figure {
+			t.Errorf("%s: the untraced run's figure is not in the details: %v", c.name, r.Details)
+		}
+	}
+}

@@ -149,8 +149,8 @@ type bench struct {
 	// alternated, and P1T divides by those applies (tracing).
 	beside *api
 	rdb    *redis.Client
-	rows  []row
-	warm  envKey
+	rows   []row
+	warm   envKey
 
 	// What a scenario needs to start a keenauthd of its own (P5).
 	bin, dbURL, redisURL, tmp string

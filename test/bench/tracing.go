@@ -114,41 +114,50 @@ func (b *bench) tracing(ctx context.Context, untraced []row, bin, dbURL, redisUR
 		if u == nil {
 			continue
 		}
-		untracedFig, boundOf := u.Figure, "(untraced)"
-		// P1's traced applies alternated with applies of the same plans
-		// on the untraced server (b.beside): those are its bound, not the
-		// untraced run's, which ran before P2 filled the database.
-		if m, ok := t.Details["untraced_apply_median_ms"].(float64); ok && m > 0 {
-			untracedFig, boundOf = m, "(untraced, alternated)"
-		}
-		ratio := t.Figure / untracedFig
-		if t.Unit == "/s" {
-			ratio = untracedFig / t.Figure
-		}
-		r := row{ID: t.ID + "T", Scenario: t.Scenario + ", traced (100 % sampled, OTLP/HTTP)", Figure: t.Figure, Unit: t.Unit,
-			Bound: untracedFig, BoundOf: boundOf, Ratio: ratio, Target: "—",
-			Details: map[string]any{"traced": t.Details, "untraced_row": u.Scenario, "untraced_row_figure": u.Figure,
-				"receiver_exports": exports, "receiver_spans": spans, "receiver_bytes": size}}
-		// Each run has its own lower bound, measured beside it; the ratio
-		// of the two rows' ratios to their bounds is in the details. It is
-		// not the row's ratio: the bound's own spread (P2's bare SQL loop
-		// read 628 and 736 pairs/s a minute apart) weighs on it as much as
-		// the drift it would take out, now that the traced runs follow the
-		// untraced ones at once.
-		if t.Bound > 0 && u.Bound > 0 {
-			tr, ur := t.Figure/t.Bound, u.Figure/u.Bound
-			r.Details["traced_ratio_to_bound"], r.Details["untraced_ratio_to_bound"] = tr, ur
-			if t.Unit == "/s" {
-				r.Details["ratio_of_bound_ratios"] = ur / tr
-			} else {
-				r.Details["ratio_of_bound_ratios"] = tr / ur
-			}
-		}
-		// The checked figures: the apply of 1,000 changes and P2's throughput.
-		if (t.ID == "P1" && t.Details["changes"] == 1000) || (t.ID == "P2" && t.Unit == "/s") {
-			r.Target, r.Checked, r.Pass = fmt.Sprintf("ratio ≤ %.2f", tracingTarget), true, ratio <= tracingTarget
-		}
+		r := tracedRow(t, *u)
+		r.Details["receiver_exports"], r.Details["receiver_spans"], r.Details["receiver_bytes"] = exports, spans, size
 		b.add(r)
 	}
 	return nil
+}
+
+// tracedRow is the row of P1T or P2T for t, a row of the traced run, and u,
+// the same row of the untraced run: the traced figure over the untraced
+// one (a rate: the untraced over the traced), so that more than 1 is the
+// cost of tracing.
+func tracedRow(t, u row) row {
+	untracedFig, boundOf := u.Figure, "(untraced)"
+	// P1's traced applies alternated with applies of the same plans
+	// on the untraced server (b.beside): those are its bound, not the
+	// untraced run's, which ran before P2 filled the database.
+	if m, ok := t.Details["untraced_apply_median_ms"].(float64); ok && m > 0 {
+		untracedFig, boundOf = m, "(untraced, alternated)"
+	}
+	ratio := t.Figure / untracedFig
+	if t.Unit == "/s" {
+		ratio = untracedFig / t.Figure
+	}
+	r := row{ID: t.ID + "T", Scenario: t.Scenario + ", traced (100 % sampled, OTLP/HTTP)", Figure: t.Figure, Unit: t.Unit,
+		Bound: untracedFig, BoundOf: boundOf, Ratio: ratio, Target: "—",
+		Details: map[string]any{"traced": t.Details, "untraced_row": u.Scenario, "untraced_row_figure": u.Figure}}
+	// Each run has its own lower bound, measured beside it; the ratio
+	// of the two rows' ratios to their bounds is in the details. It is
+	// not the row's ratio: the bound's own spread (P2's bare SQL loop
+	// read 628 and 736 pairs/s a minute apart) weighs on it as much as
+	// the drift it would take out, now that the traced runs follow the
+	// untraced ones at once.
+	if t.Bound > 0 && u.Bound > 0 {
+		tr, ur := t.Figure/t.Bound, u.Figure/u.Bound
+		r.Details["traced_ratio_to_bound"], r.Details["untraced_ratio_to_bound"] = tr, ur
+		if t.Unit == "/s" {
+			r.Details["ratio_of_bound_ratios"] = ur / tr
+		} else {
+			r.Details["ratio_of_bound_ratios"] = tr / ur
+		}
+	}
+	// The checked figures: the apply of 1,000 changes and P2's throughput.
+	if (t.ID == "P1" && t.Details["changes"] == 1000) || (t.ID == "P2" && t.Unit == "/s") {
+		r.Target, r.Checked, r.Pass = fmt.Sprintf("ratio ≤ %.2f", tracingTarget), true, ratio <= tracingTarget
+	}
+	return r
 }
