@@ -471,6 +471,9 @@ func (tx *Tx) RecordApplyOutcome(ctx context.Context, r ApplyRecord) (recorded b
 	if err := scanRaw(tx.q(ctx).Raw(sql, q.args...), &out); err != nil {
 		return false, 0, err
 	}
+	if revision != nil && !r.ResourcesSent && len(r.Resources) > releaseOver && len(r.Resources) <= largeParameter {
+		releaseParameters(ctx, tx.q(ctx), len(q.args)) // the revision was the statement's parameter
+	}
 	if out.Written != last.n {
 		return false, 0, ErrRetry(fmt.Sprintf("%s: %d of %d rows at their version", last.what, out.Written, last.n))
 	}

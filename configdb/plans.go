@@ -338,8 +338,27 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 		vars = vars[:len(vars)-1]
 	}
 	stmt, args := "WITH p AS ("+values+" RETURNING 1) "+numbered(events, len(vars)), append(vars, evArgs...)
-	if !large {
+	if !large && len(row.Changes) <= releaseOver {
 		return rows(tx.q(ctx).Exec(stmt, args...))
+	}
+	if !large {
+		// The statement, then one that makes pgx let go of the changes, on
+		// one connection.
+		insert := func(g *gorm.DB) (bool, error) {
+			stored, err := rows(g.Exec(stmt, args...))
+			if err == nil {
+				releaseParameters(ctx, g, len(args))
+			}
+			return stored, err
+		}
+		if _, inTx := tx.g.Statement.ConnPool.(*sql.Tx); inTx {
+			return insert(tx.q(ctx))
+		}
+		err = tx.q(ctx).Connection(func(g *gorm.DB) error {
+			stored, err = insert(g)
+			return err
+		})
+		return stored, err
 	}
 	insert := func(g *gorm.DB) (bool, error) {
 		if err := sendSetting(ctx, g, changesSetting, row.Changes); err != nil {
@@ -369,8 +388,31 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 // copies the setting's whole value, and the statement reads it back, so
 // a plan of 1,000 creates (1.2 MB) took 64–71 ms to create through the
 // setting and 41–45 ms as a parameter (P4, docs/benchmarks.md). Up to
-// 4 MiB a value is a parameter, at most 12 MiB held while it is sent.
+// 4 MiB a value is a parameter, at most 12 MiB held while it is sent,
+// and let go of after it (releaseParameters).
 const largeParameter = 4 << 20
+
+// releaseOver is the size of a parameter past which the statement that
+// sent it is followed by releaseParameters on its connection.
+const releaseOver = 256 << 10
+
+// releaseParameters runs, on g's connection, a statement of n small
+// parameters, after a statement of n parameters one of which was large.
+// pgx encodes a statement's parameters into one buffer and, after the
+// statement, shortens its array of slices of that buffer to 0 without
+// clearing it when it has at most 64 elements
+// (ExtendedQueryBuilder.reset): the buffer stays reachable from the
+// connection, idle in the pool, until a later statement overwrites every
+// slot (TestCreatePlanLeavesNoChangesHeldByItsConnection). Its error is
+// not the caller's: the statement before it has done its work.
+func releaseParameters(ctx context.Context, g *gorm.DB, n int) {
+	cols := strings.Repeat("?::int, ", n)
+	ones := make([]any, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	_ = g.WithContext(ctx).Exec("SELECT "+cols[:len(cols)-2], ones...).Error
+}
 
 // changesSetting is the setting of a transaction that a plan's changes
 // over largeParameter are sent to (insertPlanOnce).
