@@ -313,7 +313,8 @@ func (tx *Tx) InsertPlan(ctx context.Context, row *PlanRow, ev PlanEventRow) err
 // largeParameter are no parameter of it: they are sent before it, in
 // pieces, to a setting of its transaction (sendSetting), which it reads;
 // on the pool, the pieces and the statement are a transaction of their
-// own.
+// own. Changes over releaseOver sent as its parameter are followed by
+// releaseParameters on the same connection.
 func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow) (stored bool, err error) {
 	// The plan's INSERT is GORM's own, built and not run, so that it
 	// follows the model; its parameters are numbered ($n), and so are the
@@ -341,35 +342,29 @@ func (tx *Tx) insertPlanOnce(ctx context.Context, row *PlanRow, ev PlanEventRow)
 	if !large && len(row.Changes) <= releaseOver {
 		return rows(tx.q(ctx).Exec(stmt, args...))
 	}
-	if !large {
-		// The statement, then one that makes pgx let go of the changes, on
-		// one connection.
-		insert := func(g *gorm.DB) (bool, error) {
-			stored, err := rows(g.Exec(stmt, args...))
-			if err == nil {
-				releaseParameters(ctx, g, len(args))
-			}
-			return stored, err
-		}
-		if _, inTx := tx.g.Statement.ConnPool.(*sql.Tx); inTx {
-			return insert(tx.q(ctx))
-		}
-		err = tx.q(ctx).Connection(func(g *gorm.DB) error {
-			stored, err = insert(g)
-			return err
-		})
-		return stored, err
-	}
+	// On the pool, the statement and the one before or after it share a
+	// connection: a transaction for the setting, which is local to it.
+	one := func(g *gorm.DB, fc func(*gorm.DB) error) error { return g.Transaction(fc) }
 	insert := func(g *gorm.DB) (bool, error) {
 		if err := sendSetting(ctx, g, changesSetting, row.Changes); err != nil {
 			return false, err
 		}
 		return rows(g.Exec(stmt, args...))
 	}
+	if !large {
+		one = func(g *gorm.DB, fc func(*gorm.DB) error) error { return g.Connection(fc) }
+		insert = func(g *gorm.DB) (bool, error) {
+			stored, err := rows(g.Exec(stmt, args...))
+			if err == nil {
+				releaseParameters(ctx, g, len(args)) // pgx lets go of the changes
+			}
+			return stored, err
+		}
+	}
 	if _, inTx := tx.g.Statement.ConnPool.(*sql.Tx); inTx {
 		return insert(tx.q(ctx))
 	}
-	err = tx.q(ctx).Transaction(func(g *gorm.DB) error {
+	err = one(tx.q(ctx), func(g *gorm.DB) error {
 		stored, err = insert(g)
 		return err
 	})

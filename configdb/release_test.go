@@ -10,6 +10,7 @@ import (
 
 	"github.com/keenauth/configplans/configdb"
 	"github.com/keenauth/configplans/revisions"
+	"github.com/keenauth/configplans/test/testdb"
 )
 
 // TestCreatePlanLeavesNoChangesHeldByItsConnection: pgx keeps the slices
@@ -22,13 +23,7 @@ import (
 // live heap is the process's.
 func TestCreatePlanLeavesNoChangesHeldByItsConnection(t *testing.T) {
 	ctx := context.Background()
-	d, now := testEnvironment(t)
-	sqlDB, err := d.DB.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB.SetMaxOpenConns(1) // every statement on the connection the plan used
-	db := configdb.New(d.DB, func() time.Time { return now }, configdb.Options{})
+	d, db, now := oneConnection(t)
 	create := func(id string, size int) {
 		t.Helper()
 		empty := configdb.JSON(`[]`)
@@ -64,13 +59,7 @@ func TestCreatePlanLeavesNoChangesHeldByItsConnection(t *testing.T) {
 // a revision's resources sent as the record's parameter.
 func TestRecordApplyOutcomeLeavesNoRevisionHeldByItsConnection(t *testing.T) {
 	ctx := context.Background()
-	d, now := testEnvironment(t)
-	sqlDB, err := d.DB.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB.SetMaxOpenConns(1)
-	db := configdb.New(d.DB, func() time.Time { return now }, configdb.Options{})
+	d, db, now := oneConnection(t)
 	record := func(id string, size int) {
 		t.Helper()
 		err := db.InTx(ctx, sql.LevelRepeatableRead, func(tx *configdb.Tx) error {
@@ -98,6 +87,19 @@ func TestRecordApplyOutcomeLeavesNoRevisionHeldByItsConnection(t *testing.T) {
 	if after := liveHeap(); after > before+1<<20 {
 		t.Errorf("the live heap grew by %d KiB after a revision of %d bytes: its connection holds it", (after-before)>>10, size)
 	}
+}
+
+// oneConnection is testEnvironment with a pool of one connection: every
+// statement runs on the connection the one before it used.
+func oneConnection(t *testing.T) (*testdb.Database, *configdb.DB, time.Time) {
+	t.Helper()
+	d, now := testEnvironment(t)
+	sqlDB, err := d.DB.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.SetMaxOpenConns(1)
+	return d, configdb.New(d.DB, func() time.Time { return now }, configdb.Options{}), now
 }
 
 // liveHeap is the heap in use after two collections.
