@@ -118,6 +118,20 @@ func (a *api) planAndApply(ctx context.Context, ek envKey, body []byte) (planned
 	return p, err
 }
 
+// appliedIn plans body in ek, applies the plan and answers the apply's
+// time.
+func (a *api) appliedIn(ctx context.Context, ek envKey, body []byte) (time.Duration, error) {
+	p, _, err := a.plan(ctx, ek, body)
+	if err != nil {
+		return 0, err
+	}
+	r, err := a.apply(ctx, ek, p.ID, "")
+	if err != nil {
+		return 0, err
+	}
+	return r.took, nil
+}
+
 func clip(b []byte) string {
 	if len(b) > 600 {
 		return string(b[:600]) + "…"

@@ -104,15 +104,11 @@ func (b *bench) p1(ctx context.Context) error {
 			if b.beside != nil {
 				besideEnv := envs[(base+r)*per+2]
 				beside := func() error {
-					p, _, err := b.beside.plan(ctx, besideEnv, body)
+					took, err := b.beside.appliedIn(ctx, besideEnv, body)
 					if err != nil {
 						return err
 					}
-					ar, err := b.beside.apply(ctx, besideEnv, p.ID, "")
-					if err != nil {
-						return err
-					}
-					besides = append(besides, ar.took)
+					besides = append(besides, took)
 					return nil
 				}
 				// Next to the traced server's apply, before it or after it.
