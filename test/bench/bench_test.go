@@ -231,3 +231,32 @@ func TestTracedRowDividesByTheAlternatedApplies(t *testing.T) {
 		}
 	}
 }
+
+// interleaved warms each sample up first, then takes n of each in turns
+// of block calls, each turn starting with the next sample; the warm-ups
+// are not among the durations returned.
+func TestInterleavedTakesTurnsAfterTheWarmUp(t *testing.T) {
+	t.Parallel()
+	var calls []string
+	sample := func(name string) func() (time.Duration, error) {
+		i := 0
+		return func() (time.Duration, error) {
+			calls = append(calls, name)
+			i++
+			return time.Duration(i), nil
+		}
+	}
+	got, err := interleaved(1, 5, 2, sample("a"), sample("b"), sample("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "a b c | a a b b c c | b b c c a a | c a b"
+	if s := strings.Join(calls[:3], " ") + " | " + strings.Join(calls[3:9], " ") + " | " + strings.Join(calls[9:15], " ") + " | " + strings.Join(calls[15:], " "); s != want {
+		t.Errorf("calls %s, want %s", s, want)
+	}
+	for i, d := range got {
+		if !reflect.DeepEqual(d, []time.Duration{2, 3, 4, 5, 6}) {
+			t.Errorf("sample %d: %v, want the five after its warm-up", i, d)
+		}
+	}
+}

@@ -73,7 +73,7 @@ func (b *bench) profile(ctx context.Context, id string) error {
 	case "P3":
 		work = func(ctx context.Context) error {
 			for ctx.Err() == nil {
-				if _, err := b.replays(ctx, b.p3Env, b.p3Plan, "bench-replay-0001", 0, 100); err != nil {
+				if _, err := b.replay(ctx, b.p3Env, b.p3Plan, "bench-replay-0001"); err != nil {
 					return err
 				}
 			}

@@ -97,23 +97,18 @@ func (r *replayReference) stop() {
 	_ = r.cmd.Wait()
 }
 
-// referenceReplays sends warm+n requests shaped like a replay to the
-// reference and returns the latencies of the last n; each answer must be
-// the stored answer.
-func referenceReplays(ctx context.Context, ref *replayReference, secret string, want int, warm, n int) ([]time.Duration, error) {
+// referenceReplay is one request shaped like a replay to the reference,
+// which must answer 200 with want bytes, and its latency.
+func referenceReplay(ctx context.Context, ref *replayReference, secret string, want int) func() (time.Duration, error) {
 	a := newAPI(ref.base, 2)
-	out := make([]time.Duration, 0, n)
-	for i := range warm + n {
+	return func() (time.Duration, error) {
 		r, err := a.do(ctx, http.MethodPost, "/v1/config-plans/reference:apply", secret, []byte("{}"), map[string]string{"Idempotency-Key": "bench-replay-0001"})
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if r.status != http.StatusOK || len(r.body) != want {
-			return nil, fmt.Errorf("replay reference: %d, %d bytes: %s", r.status, len(r.body), strings.TrimSpace(clip(r.body)))
+			return 0, fmt.Errorf("replay reference: %d, %d bytes: %s", r.status, len(r.body), strings.TrimSpace(clip(r.body)))
 		}
-		if i >= warm {
-			out = append(out, r.took)
-		}
+		return r.took, nil
 	}
-	return out, nil
 }
