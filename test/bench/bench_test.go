@@ -260,3 +260,16 @@ func TestInterleavedTakesTurnsAfterTheWarmUp(t *testing.T) {
 		}
 	}
 }
+
+// pageFaultCost maps, writes and unmaps its memory without error, and a
+// page's first write takes some time (a zero would be a write the
+// compiler or the kernel left out).
+func TestPageFaultCostWritesEveryPageOfFreshMemory(t *testing.T) {
+	d, err := pageFaultCost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d <= 0 {
+		t.Errorf("a page's first write took %v", d)
+	}
+}

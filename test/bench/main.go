@@ -176,19 +176,21 @@ const tracedID = "P1, P2 traced"
 
 // report is what -out holds.
 type report struct {
-	Date      time.Time     `json:"date"`
-	Command   string        `json:"command"`
-	Quick     bool          `json:"quick"`
-	Cores     int           `json:"cores"`
-	GoVersion string        `json:"go_version"`
-	Postgres  string        `json:"postgres_version"`
-	Redis     string        `json:"redis_version"`
-	LoadStart string        `json:"load_average_start"`
-	LoadEnd   string        `json:"load_average_end"`
-	Duration  float64       `json:"duration_seconds"`
-	Rows      []row         `json:"results"`
-	PGLog     []pgLogReport `json:"pg_log,omitempty"`
-	Errors    []string      `json:"errors,omitempty"`
+	Date      time.Time `json:"date"`
+	Command   string    `json:"command"`
+	Quick     bool      `json:"quick"`
+	Cores     int       `json:"cores"`
+	GoVersion string    `json:"go_version"`
+	Postgres  string    `json:"postgres_version"`
+	Redis     string    `json:"redis_version"`
+	LoadStart string    `json:"load_average_start"`
+	LoadEnd   string    `json:"load_average_end"`
+	// PageFaultUS is pageFaultCost in microseconds, measured at the start.
+	PageFaultUS float64       `json:"page_fault_us"`
+	Duration    float64       `json:"duration_seconds"`
+	Rows        []row         `json:"results"`
+	PGLog       []pgLogReport `json:"pg_log,omitempty"`
+	Errors      []string      `json:"errors,omitempty"`
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
@@ -199,6 +201,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	began := time.Now()
 	rep := report{Date: began.UTC().Truncate(time.Second), Command: "go run ./test/bench " + strings.Join(args, " "),
 		Quick: o.quick, Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadStart: loadAverage()}
+	if pf, err := pageFaultCost(); err == nil {
+		rep.PageFaultUS = float64(pf.Nanoseconds()) / 1000
+	} else {
+		rep.Errors = append(rep.Errors, "page fault cost: "+err.Error())
+	}
 
 	root, err := moduleRoot(ctx)
 	if err != nil {
@@ -262,7 +269,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer rdb.FlushDB(context.WithoutCancel(ctx))
 	rep.Redis = redisVersion(ctx, rdb)
 
-	fmt.Fprintf(stdout, "cores %d, %s, PostgreSQL %s, Redis %s, load average %s\n", rep.Cores, rep.GoVersion, rep.Postgres, rep.Redis, rep.LoadStart)
+	fmt.Fprintf(stdout, "cores %d, %s, PostgreSQL %s, Redis %s, load average %s, a page's first write %.2f µs\n", rep.Cores, rep.GoVersion, rep.Postgres, rep.Redis, rep.LoadStart, rep.PageFaultUS)
 	srv, err := startServer(ctx, bin, dbURL, fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp+"/keenauthd.log", o.serverEnv...)
 	if err != nil {
 		return err
@@ -421,8 +428,8 @@ func (b *bench) add(r row) {
 }
 
 func printTable(w io.Writer, rep report) {
-	fmt.Fprintf(w, "\n%s  cores %d  %s  PostgreSQL %s  Redis %s  load %s → %s  %.0fs",
-		rep.Date.Format(time.RFC3339), rep.Cores, rep.GoVersion, rep.Postgres, rep.Redis, rep.LoadStart, rep.LoadEnd, rep.Duration)
+	fmt.Fprintf(w, "\n%s  cores %d  %s  PostgreSQL %s  Redis %s  load %s → %s  page fault %.2f µs  %.0fs",
+		rep.Date.Format(time.RFC3339), rep.Cores, rep.GoVersion, rep.Postgres, rep.Redis, rep.LoadStart, rep.LoadEnd, rep.PageFaultUS, rep.Duration)
 	if rep.Quick {
 		fmt.Fprint(w, "  (-quick: smoke run, figures not comparable)")
 	}
