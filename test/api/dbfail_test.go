@@ -19,6 +19,15 @@ import (
 // arm, when set, runs inside each apply transaction just before its writes.
 func dbfSetup(t *testing.T, arm func(p *testdb.Proxy)) (e *apitest.Env, p *testdb.Proxy, direct *gorm.DB) {
 	t.Helper()
+	if arm == nil {
+		return dbfSetupTx(t, nil)
+	}
+	return dbfSetupTx(t, func(p *testdb.Proxy, _ *gorm.DB) error { arm(p); return nil })
+}
+
+// dbfSetupTx is dbfSetup whose arm also gets the apply's transaction.
+func dbfSetupTx(t *testing.T, arm func(p *testdb.Proxy, tx *gorm.DB) error) (e *apitest.Env, p *testdb.Proxy, direct *gorm.DB) {
+	t.Helper()
 	if apitest.Embedded() {
 		t.Skip("needs PostgreSQL/Redis: cuts the connections to PostgreSQL")
 	}
@@ -26,7 +35,7 @@ func dbfSetup(t *testing.T, arm func(p *testdb.Proxy)) (e *apitest.Env, p *testd
 	proxied, p := d.Through(t, 0)
 	var dbOpts configdb.Options
 	if arm != nil {
-		dbOpts.BeforeApplyWrite = func(*gorm.DB) error { arm(p); return nil }
+		dbOpts.BeforeApplyWrite = func(tx *gorm.DB) error { return arm(p, tx) }
 	}
 	e = apitest.Setup(t, apitest.Options{Database: proxied, DB: dbOpts})
 	return e, p, d.DB
@@ -184,11 +193,17 @@ func TestDatabaseCutAroundCommitAnswersTheOutcome(t *testing.T) {
 	}{{"after", false}, {"before", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			var armed atomic.Bool
-			e, proxy, direct := dbfSetup(t, func(p *testdb.Proxy) {
-				if !armed.Swap(true) {
-					p.CutOn(testdb.CommitMessage, c.before)
+			e, proxy, direct := dbfSetupTx(t, func(p *testdb.Proxy, tx *gorm.DB) error {
+				if p.Cuts() > 0 {
+					return nil
 				}
+				// The apply's own COMMIT, not that of a job the
+				// environment runs beside it on another connection; armed
+				// again by each attempt of the transaction until the cut
+				// (one may roll back, for a serialization failure).
+				mark := "cut the commit of " + c.name
+				p.CutOnConnOf([]byte(mark), testdb.CommitMessage, c.before)
+				return tx.Exec("SELECT ?", mark).Error
 			})
 			id := e.Plan(idemDoc("orders"), false)["id"].(string)
 			r := idemPost(e, idemApplyPath(id), "{}", "commit-"+c.name)

@@ -25,7 +25,12 @@ type Proxy struct {
 	// cut, when set, is the client message that cuts its connection (once).
 	cut       []byte
 	cutBefore bool
-	cuts      int
+	// mark, when set, is a client message that names the one connection
+	// cut may be found on (CutOnConnOf); marked is that connection once
+	// mark went through it.
+	mark   []byte
+	marked net.Conn
+	cuts   int
 	// cutAfter, when positive, counts down the client chunks until the one
 	// whose connection is cut, before it is forwarded.
 	cutAfter int
@@ -107,10 +112,17 @@ func (p *Proxy) pipe(dst, src net.Conn, delay time.Duration, client net.Conn) {
 			time.Sleep(delay)
 			cut, before := false, false
 			if client != nil {
-				cut, before = p.cutting(buf[:n])
+				cut, before = p.cutting(client, buf[:n])
 			}
 			if cut && before {
 				return
+			}
+			if cut {
+				// The client's side is closed before the message goes on:
+				// closed after, a server that answers before this goroutine
+				// runs again (a quick COMMIT on a busy machine) would have
+				// its answer reach the client through the other pipe.
+				_ = client.Close()
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
@@ -130,9 +142,9 @@ func (p *Proxy) pipe(dst, src net.Conn, delay time.Duration, client net.Conn) {
 	}
 }
 
-// cutting reports whether chunk holds the message armed by CutOn, and
-// disarms it.
-func (p *Proxy) cutting(chunk []byte) (cut, before bool) {
+// cutting reports whether chunk, sent by client, holds the message armed
+// by CutOn or CutOnConnOf, and disarms it.
+func (p *Proxy) cutting(client net.Conn, chunk []byte) (cut, before bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.chunks++
@@ -142,10 +154,28 @@ func (p *Proxy) cutting(chunk []byte) (cut, before bool) {
 			return true, true
 		}
 	}
-	if p.cut == nil || !bytes.Contains(chunk, p.cut) {
+	if p.cut == nil {
 		return false, false
 	}
-	p.cut = nil
+	if p.mark != nil {
+		if p.marked == nil && bytes.Contains(chunk, p.mark) {
+			p.marked = client
+		}
+		if client != p.marked {
+			return false, false
+		}
+		if bytes.Contains(chunk, RollbackMessage) {
+			// The marked transaction ends without a COMMIT, and its
+			// connection goes back to the pool: the cut waits for the mark
+			// again.
+			p.marked = nil
+			return false, false
+		}
+	}
+	if !bytes.Contains(chunk, p.cut) {
+		return false, false
+	}
+	p.cut, p.mark, p.marked = nil, nil, nil
 	p.cuts++
 	return true, p.cutBefore
 }
@@ -179,9 +209,19 @@ func (p *Proxy) closeAll() {
 // that client's connection, either before msg is forwarded (the server
 // never sees it) or just after (the server runs it; its answer is lost).
 func (p *Proxy) CutOn(msg []byte, before bool) {
+	p.CutOnConnOf(nil, msg, before)
+}
+
+// CutOnConnOf is CutOn on one connection only: the first that sends a
+// chunk holding mark (a statement the test sends on the transaction it
+// means, such as SELECT 'a marker'), until that connection rolls back.
+// The other clients of the same database, a background job's COMMIT among
+// them, go through untouched. A nil mark is any connection, as CutOn.
+func (p *Proxy) CutOnConnOf(mark, msg []byte, before bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut, p.cutBefore, p.cutAfter = msg, before, 0
+	p.mark, p.marked = mark, nil
 }
 
 // CutOnChunk arms a cut of the connection that carries the n-th chunk
@@ -206,8 +246,12 @@ func (p *Proxy) Cuts() int {
 	return p.cuts
 }
 
-// CommitMessage is how pgx sends COMMIT: a simple-protocol query.
-var CommitMessage = []byte("commit\x00")
+// CommitMessage and RollbackMessage are how pgx sends COMMIT and ROLLBACK:
+// simple-protocol queries.
+var (
+	CommitMessage   = []byte("commit\x00")
+	RollbackMessage = []byte("rollback\x00")
+)
 
 // Through returns d reached through a proxy to PostgreSQL that t owns: the
 // same database, a handle of its own (closed when t ends).
