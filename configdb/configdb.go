@@ -117,8 +117,15 @@ func (r Reader) RowLocks() bool { return !r.sqlite }
 // COMMIT was in flight is not retried: the transaction may have committed,
 // and the error is ErrCommitUnknown (and ErrUnavailable) for the caller to
 // resolve. It is the only way a transaction is opened.
+//
+// After an attempt lost its connection, a plan found locked (ErrPlanBusy)
+// is retried as a conflict is: the lock is most likely that attempt's own,
+// held by a backend that has not yet seen its connection go (it reads the
+// end of it, rolls back and lets go in a moment, longer on a busy
+// machine). Still locked after every attempt, the answer is ErrUnavailable.
 func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) error) error {
 	var err error
+	lost := false // an attempt lost its connection
 	for attempt := 1; ; attempt++ {
 		committing := false
 		var tx *Tx
@@ -143,6 +150,11 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 		if err == nil {
 			d.committed(tx)
 		}
+		err = interpretErrorKeep(err)
+		if lost && errors.Is(err, ErrPlanBusy) {
+			err = fmt.Errorf("%w: %w", errRetry, err)
+		}
+		lost = lost || errors.Is(err, ErrUnavailable)
 		if retry, err := d.again(ctx, attempt, err); !retry {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -149,6 +150,25 @@ func TestDatabaseCutBeforeCommitIsRetriedUnseen(t *testing.T) {
 	if n := idemCount(t, direct, "SELECT count(*) FROM config_plans"); n != 2 {
 		t.Errorf("%d plans, want 2", n)
 	}
+}
+
+// TestDatabaseCutWhoseBackendLingersIsRetriedUnseen: every connection is
+// cut inside the apply's transaction, and PostgreSQL's side of each stays
+// open for a while, as when a backend has not yet seen its client go (a
+// busy machine): the lost attempt still holds the plan's lock when the next
+// one starts. The next attempts wait for it, and the client sees only the
+// success, not the 409 "being applied" of an apply that holds the lock.
+func TestDatabaseCutWhoseBackendLingersIsRetriedUnseen(t *testing.T) {
+	t.Parallel()
+	var cut atomic.Bool
+	e, _, direct := dbfSetup(t, func(p *testdb.Proxy) {
+		if !cut.Swap(true) {
+			p.CutLingering(150 * time.Millisecond)
+		}
+	})
+	id := e.Plan(idemDoc("orders"), false)["id"].(string)
+	e.Apply(id, "{}")
+	dbfApplied(t, direct, id, "orders")
 }
 
 // TestDatabaseCutAfterThePlanInsertAnswersThePlanStored: plan creation

@@ -21,7 +21,12 @@ type Proxy struct {
 	down   bool
 	delay  time.Duration
 	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
+	// servers are the connections to the target, and lingering those of
+	// them that CutLingering keeps open for a while after their client's
+	// side is cut.
+	servers   map[net.Conn]bool
+	lingering map[net.Conn]time.Duration
+	wg        sync.WaitGroup
 	// cut, when set, is the client message that cuts its connection (once).
 	cut       []byte
 	cutBefore bool
@@ -52,7 +57,8 @@ func StartProxyTo(t testing.TB, target string, delay time.Duration) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, delay: delay, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, delay: delay, conns: map[net.Conn]struct{}{},
+		servers: map[net.Conn]bool{}, lingering: map[net.Conn]time.Duration{}}
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(func() {
@@ -85,7 +91,7 @@ func (p *Proxy) serve() {
 			_ = c.Close()
 			continue
 		}
-		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.conns[c], p.conns[up], p.servers[up] = struct{}{}, struct{}{}, true
 		delay := p.delay
 		p.wg.Add(2)
 		p.mu.Unlock()
@@ -101,10 +107,10 @@ func (p *Proxy) pipe(dst, src net.Conn, delay time.Duration, client net.Conn) {
 	keepDst := false
 	defer func() {
 		if !keepDst {
-			_ = dst.Close()
+			p.close(dst)
 		}
 	}()
-	defer src.Close()
+	defer p.close(src)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -203,6 +209,40 @@ func (p *Proxy) closeAll() {
 		_ = c.Close()
 	}
 	clear(p.conns)
+	clear(p.servers)
+}
+
+// CutLingering closes the clients' side of every open connection now, and
+// the target's side of each linger later: as a client that goes away while
+// PostgreSQL's backend has not yet seen it, which keeps its transaction,
+// and its locks, until it reads the connection's end. New connections are
+// accepted as before.
+func (p *Proxy) CutLingering(linger time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		if p.servers[c] {
+			p.lingering[c] = linger
+		} else {
+			_ = c.Close()
+		}
+	}
+	clear(p.conns)
+	clear(p.servers)
+}
+
+// close closes c, or, when CutLingering left it to linger, has it closed
+// once its time is over.
+func (p *Proxy) close(c net.Conn) {
+	p.mu.Lock()
+	linger, ok := p.lingering[c]
+	delete(p.lingering, c)
+	p.mu.Unlock()
+	if !ok {
+		_ = c.Close()
+		return
+	}
+	time.AfterFunc(linger, func() { _ = c.Close() })
 }
 
 // CutOn arms a cut (and disarms CutOnChunk): the next chunk a client sends that holds msg closes
