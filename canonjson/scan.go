@@ -18,54 +18,80 @@ import (
 // not an object, malformed, or with a member name that has escapes (which
 // encoding/json would match case-insensitively and unescaped).
 func Member(raw []byte, name string) (value []byte, ok bool) {
+	folded := false
+	ok = Members(raw, func(m Span) bool {
+		if key := raw[m.Name[0]:m.Name[1]]; string(key) == name {
+			value = raw[m.Value[0]:m.Value[1]]
+		} else if strings.EqualFold(string(key), name) {
+			folded = true // encoding/json's case-insensitive match
+			return false
+		}
+		return true
+	})
+	if !ok || folded {
+		return nil, false
+	}
+	return value, true
+}
+
+// Span locates a member of an object in its text: its name (between its
+// quotes) is raw[Name[0]:Name[1]], its value raw[Value[0]:Value[1]].
+type Span struct {
+	Name, Value [2]int
+}
+
+// Members calls member for each member of the JSON object raw, in order,
+// until member returns false; ok is false when raw is not an object this
+// scan reads (then, or after a false, member may have been called for some
+// of its members), where Member's would be for any name. Several members
+// can so be found in one scan.
+func Members(raw []byte, member func(m Span) bool) (ok bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return nil, false
+		return false
 	}
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return nil, skipSpace(raw, i+1) == len(raw)
+		return skipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		if i >= len(raw) || raw[i] != '"' {
-			return nil, false
+			return false
 		}
 		end := i + 1
 		for end < len(raw) && raw[end] != '"' {
 			if raw[end] == '\\' {
-				return nil, false
+				return false
 			}
 			end++
 		}
 		if end >= len(raw) {
-			return nil, false
+			return false
 		}
-		key := raw[i+1 : end]
+		name := [2]int{i + 1, end}
 		i = skipSpace(raw, end+1)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
+			return false
 		}
 		i = skipSpace(raw, i+1)
 		vEnd, valid := SkipValue(raw, i)
 		if !valid {
-			return nil, false
+			return false
 		}
-		if string(key) == name {
-			value = raw[i:vEnd]
-		} else if strings.EqualFold(string(key), name) {
-			return nil, false // encoding/json's case-insensitive match
+		if !member(Span{Name: name, Value: [2]int{i, vEnd}}) {
+			return true
 		}
 		i = skipSpace(raw, vEnd)
 		if i >= len(raw) {
-			return nil, false
+			return false
 		}
 		switch raw[i] {
 		case ',':
 			i = skipSpace(raw, i+1)
 		case '}':
-			return value, skipSpace(raw, i+1) == len(raw)
+			return skipSpace(raw, i+1) == len(raw)
 		default:
-			return nil, false
+			return false
 		}
 	}
 }
