@@ -153,7 +153,7 @@ func (ev *Evaluator) Eval(c Change) []Catch {
 	// The activation, change and new when it is an object are one
 	// allocation (old, which most rules do not read, is made apart).
 	st := &changeState{change: record{names: changeFields, values: [3]string{c.Kind, c.Key, c.Action}}}
-	st.act = activation{env: ev.env, change: &st.change, old: lazySpec{raw: c.Old}, new: lazySpec{raw: c.New, obj: &st.new}}
+	st.act = activation{env: ev.env, change: &st.change, old: lazySpec{raw: c.Old}, new: lazySpec{raw: c.New, obj: &st.new, index: &st.newIndex}}
 	act := &st.act
 	size := max(len(c.Old), len(c.New), len(c.Kind), len(c.Key), len(c.Action), ev.envSize)
 	var out []Catch
@@ -177,9 +177,10 @@ func (ev *Evaluator) Eval(c Change) []Catch {
 // changeState is what the evaluation of one change allocates: its
 // activation and the values it binds.
 type changeState struct {
-	act    activation
-	change record
-	new    jsonObject
+	act      activation
+	change   record
+	new      jsonObject
+	newIndex memberIndex
 }
 
 // activation binds the variables of one change.
@@ -205,18 +206,23 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // lazySpec is a spec decoded the first time a rule reads it; obj is the
-// storage of its value when it is an object.
+// storage of its value when it is an object, and index, when set, that of
+// its members' index.
 type lazySpec struct {
-	raw  json.RawMessage
-	done bool
-	val  ref.Val
-	obj  *jsonObject
+	raw   json.RawMessage
+	done  bool
+	val   ref.Val
+	obj   *jsonObject
+	index *memberIndex
 }
 
 func (l *lazySpec) value() ref.Val {
 	if !l.done {
 		l.done = true
 		l.val = jsonValueIn(l.raw, l.obj)
+		if o, ok := l.val.(*jsonObject); ok {
+			o.index = l.index
+		}
 	}
 	return l.val
 }

@@ -2,8 +2,10 @@ package guardrails
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/common/types"
@@ -28,6 +30,50 @@ type jsonObject struct {
 	// same kind often the same.
 	read  [4]member
 	nread int
+	// index, when set, finds the members in one scan of raw, the first
+	// time one is read: a change's new spec, of which the rules of its
+	// kind read three or four members, each a scan of the whole spec
+	// otherwise (nested objects are read for a member or two, and scanned
+	// for each).
+	index *memberIndex
+}
+
+// memberIndex is where an object's members are in its text: for each,
+// the bounds of its name and of its value.
+type memberIndex struct {
+	scanned bool
+	n       int // members found; -1: not an object Members reads, or more than spans holds
+	spans   [8][4]int32
+}
+
+// member is canonjson.Member(o.raw, name), from o's index when it has one.
+func (o *jsonObject) member(name string) (value []byte, ok bool) {
+	ix := o.index
+	if ix != nil && !ix.scanned {
+		ix.scanned = true
+		if !canonjson.Members(o.raw, func(m canonjson.Span) bool {
+			if ix.n == len(ix.spans) || m.Value[1] > math.MaxInt32 {
+				ix.n = -1
+				return false
+			}
+			ix.spans[ix.n] = [4]int32{int32(m.Name[0]), int32(m.Name[1]), int32(m.Value[0]), int32(m.Value[1])}
+			ix.n++
+			return true
+		}) {
+			ix.n = -1
+		}
+	}
+	if ix == nil || ix.n < 0 {
+		return canonjson.Member(o.raw, name)
+	}
+	for _, m := range ix.spans[:ix.n] {
+		if key := o.raw[m[0]:m[1]]; string(key) == name {
+			value = o.raw[m[2]:m[3]]
+		} else if strings.EqualFold(string(key), name) {
+			return nil, false // as Member: encoding/json's case-insensitive match
+		}
+	}
+	return value, true
 }
 
 // member is a member of a jsonObject that was read.
@@ -159,7 +205,7 @@ func (o *jsonObject) Find(key ref.Val) (ref.Val, bool) {
 				return m.val, m.val != nil
 			}
 		}
-		if raw, ok := canonjson.Member(o.raw, string(name)); ok {
+		if raw, ok := o.member(string(name)); ok {
 			var v ref.Val
 			if raw != nil {
 				v = jsonValue(raw)

@@ -66,3 +66,43 @@ func equalDeep(a, b ref.Val) bool {
 	}
 	return a.Equal(b) == types.True
 }
+
+// A spec with a member index (a change's new spec) answers every read as
+// the same spec without one, and as its decoding: members found, absent,
+// repeated, matching only case-insensitively, and objects the index cannot
+// read (an escaped name, malformed text).
+func TestIndexedObjectFindsAsTheScanDoes(t *testing.T) {
+	t.Parallel()
+	specs := []string{
+		`{"display_name":"A","identifier":"https://a","scopes":[{"value":"x"}],"token_lifetime_seconds":3600}`,
+		`{"a":1,"a":2,"b":{"c":[1,2]}}`,
+		`{"Name":"x","name":"y"}`,
+		`{"n\u0061me":"x","other":1}`,
+		`{}`,
+		`{"a":1,`,
+	}
+	names := []string{"display_name", "identifier", "scopes", "token_lifetime_seconds", "a", "b", "name", "Name", "NAME", "other", "missing"}
+	for _, spec := range specs {
+		plain := jsonValue([]byte(spec))
+		var obj jsonObject
+		indexed := jsonValueIn([]byte(spec), &obj)
+		if o, ok := indexed.(*jsonObject); ok {
+			o.index = &memberIndex{}
+		}
+		pm, pOK := plain.(traits.Mapper)
+		im, iOK := indexed.(traits.Mapper)
+		if pOK != iOK {
+			t.Fatalf("%s: a map %v without the index, %v with it", spec, pOK, iOK)
+		}
+		if !pOK {
+			continue
+		}
+		for _, name := range names {
+			pv, pf := pm.Find(types.String(name))
+			iv, ifound := im.Find(types.String(name))
+			if pf != ifound || (pf && !equalDeep(pv, iv)) {
+				t.Errorf("%s: Find(%q) = %v, %v with the index; %v, %v without", spec, name, iv, ifound, pv, pf)
+			}
+		}
+	}
+}
