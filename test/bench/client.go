@@ -110,26 +110,26 @@ func (a *api) apply(ctx context.Context, ek envKey, planID, key string) (reply, 
 
 // planAndApply creates a plan from body and applies it.
 func (a *api) planAndApply(ctx context.Context, ek envKey, body []byte) (planned, error) {
-	p, _, err := a.plan(ctx, ek, body)
-	if err != nil {
-		return p, err
-	}
-	_, err = a.apply(ctx, ek, p.ID, "")
+	p, _, err := a.planApplied(ctx, ek, body)
 	return p, err
 }
 
 // appliedIn plans body in ek, applies the plan and answers the apply's
 // time.
 func (a *api) appliedIn(ctx context.Context, ek envKey, body []byte) (time.Duration, error) {
+	_, r, err := a.planApplied(ctx, ek, body)
+	return r.took, err
+}
+
+// planApplied creates a plan from body, applies it and answers the plan
+// and the apply's reply.
+func (a *api) planApplied(ctx context.Context, ek envKey, body []byte) (planned, reply, error) {
 	p, _, err := a.plan(ctx, ek, body)
 	if err != nil {
-		return 0, err
+		return p, reply{}, err
 	}
 	r, err := a.apply(ctx, ek, p.ID, "")
-	if err != nil {
-		return 0, err
-	}
-	return r.took, nil
+	return p, r, err
 }
 
 func clip(b []byte) string {
