@@ -152,7 +152,9 @@ func (d *DB) InTx(ctx context.Context, iso sql.IsolationLevel, fn func(tx *Tx) e
 		}
 		err = interpretErrorKeep(err)
 		if lost && errors.Is(err, ErrPlanBusy) {
-			err = fmt.Errorf("%w: %w", errRetry, err)
+			// Not ErrPlanBusy any more: still locked after every attempt,
+			// the apply answers 503, not 409 "being applied".
+			err = fmt.Errorf("%w: after a lost connection: %v", errRetry, err)
 		}
 		lost = lost || errors.Is(err, ErrUnavailable)
 		if retry, err := d.again(ctx, attempt, err); !retry {

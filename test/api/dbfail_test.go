@@ -171,6 +171,36 @@ func TestDatabaseCutWhoseBackendLingersIsRetriedUnseen(t *testing.T) {
 	dbfApplied(t, direct, id, "orders")
 }
 
+// TestDatabaseCutWhoseBackendLingersPastEveryAttemptIs503: as above, but
+// the lost attempt's backend outlives every attempt of the transaction:
+// the apply answers 503 with Retry-After and writes nothing. A retry while
+// the lock is held finds the plan locked (409 applying, or 503), and once
+// the backend is gone it applies the plan.
+func TestDatabaseCutWhoseBackendLingersPastEveryAttemptIs503(t *testing.T) {
+	t.Parallel()
+	var cut atomic.Bool
+	e, _, direct := dbfSetup(t, func(p *testdb.Proxy) {
+		if !cut.Swap(true) {
+			p.CutLingering(3 * time.Second)
+		}
+	})
+	id := e.Plan(idemDoc("orders"), false)["id"].(string)
+	dbfWant503(t, "apply", idemPost(e, idemApplyPath(id), "{}", ""))
+	if n := idemCount(t, direct, "SELECT count(*) FROM resources WHERE kind = 'api'"); n != 0 {
+		t.Errorf("%d apis written by a failed apply", n)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r := idemPost(e, idemApplyPath(id), "{}", "")
+		if r.Status == http.StatusOK {
+			break
+		}
+		if (r.Status != http.StatusServiceUnavailable && r.Code() != "config_plan_not_applicable") || time.Now().After(deadline) {
+			t.Fatalf("apply once the backend is gone: %d %s", r.Status, r.Body)
+		}
+	}
+	dbfApplied(t, direct, id, "orders")
+}
+
 // TestDatabaseCutAfterThePlanInsertAnswersThePlanStored: plan creation
 // stores its plan in one statement of its own, and its connection is lost
 // just after the server received it. The statement runs again on a fresh
