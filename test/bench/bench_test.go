@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -220,6 +222,14 @@ func TestTracedRowDividesByTheAlternatedApplies(t *testing.T) {
 			row{ID: "P2", Scenario: "pairs", Figure: 250, Unit: "/s", Details: map[string]any{}},
 			row{ID: "P2", Scenario: "pairs", Figure: 280, Unit: "/s"},
 			280, 280.0 / 250, "(untraced)", true, true},
+		{"P2's throughput in turns with the untraced server",
+			row{ID: "P2", Scenario: "pairs", Figure: 250, Unit: "/s", Bound: 300, BoundOf: "(untraced, alternated)", Details: map[string]any{}},
+			row{ID: "P2", Scenario: "pairs", Figure: 280, Unit: "/s", Bound: 500, BoundOf: "(bare SQL)"},
+			300, 300.0 / 250, "(untraced, alternated)", true, false},
+		{"P2's p99 in turns with the untraced server, not checked",
+			row{ID: "P2", Scenario: "p99", Figure: 90, Unit: "ms", Bound: 60, BoundOf: "(untraced, alternated)", Details: map[string]any{}},
+			row{ID: "P2", Scenario: "p99", Figure: 80, Unit: "ms", Bound: 40, BoundOf: "(bare SQL apply tx)"},
+			60, 1.5, "(untraced, alternated)", false, false},
 	} {
 		r := tracedRow(c.traced, c.plain)
 		if r.ID != c.traced.ID+"T" || r.Bound != c.bound || math.Abs(r.Ratio-c.ratio) > 1e-9 || r.BoundOf != c.boundOf || r.Checked != c.checked || r.Pass != c.pass {
@@ -228,6 +238,51 @@ func TestTracedRowDividesByTheAlternatedApplies(t *testing.T) {
 		}
 		if r.Details["untraced_row_figure"] != c.plain.Figure {
 			t.Errorf("%s: the untraced run's figure is not in the details: %v", c.name, r.Details)
+		}
+		// The ratio of the two rows' ratios to their bounds is given
+		// only where both bounds are of one kind.
+		if _, ok := r.Details["ratio_of_bound_ratios"]; ok != (c.traced.Bound > 0 && c.traced.BoundOf == c.plain.BoundOf) {
+			t.Errorf("%s: ratio_of_bound_ratios given: %v", c.name, ok)
+		}
+	}
+}
+
+// takeTurns alternates the two loops turn by turn, each turn starting with
+// the loop that went second in the turn before, and adds up each loop's
+// pairs, time, latencies and CPU (read with its own pid) over its turns.
+func TestTakeTurnsAlternatesAndAddsUpEachSide(t *testing.T) {
+	t.Parallel()
+	var calls []string
+	side := func(name string, pid, pairs int) *p2Side {
+		return &p2Side{pid: pid, loop: func(_ context.Context, d time.Duration, turn int) (loopResult, error) {
+			calls = append(calls, fmt.Sprintf("%s%d:%v", name, turn, d))
+			return loopResult{n: pairs, elapsed: time.Second, rate: float64(pairs), applies: []time.Duration{time.Duration(turn)}}, nil
+		}}
+	}
+	a, b := side("a", 1, 300), side("b", 2, 500)
+	// Each read of a pid's CPU finds 10 ms more for it than the last.
+	used := map[int]time.Duration{}
+	sample := func(pid int) cpuSample {
+		used[pid] += 10 * time.Millisecond
+		return cpuSample{groups: map[string]time.Duration{"keenauthd": used[pid]}, busy: used[pid], total: 2 * used[pid]}
+	}
+	if err := takeTurns(context.Background(), 20*time.Second, 4, a, b, sample); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(calls, " "), "a0:5s b0:5s b1:5s a1:5s a2:5s b2:5s b3:5s a3:5s"; got != want {
+		t.Errorf("turns %s, want %s", got, want)
+	}
+	for _, c := range []struct {
+		s     *p2Side
+		pairs int
+	}{{a, 300}, {b, 500}} {
+		if c.s.res.n != 4*c.pairs || c.s.res.elapsed != 4*time.Second || c.s.res.rate != float64(c.pairs) ||
+			!reflect.DeepEqual(c.s.res.applies, []time.Duration{0, 1, 2, 3}) || !reflect.DeepEqual(c.s.rates, []float64{float64(c.pairs), float64(c.pairs), float64(c.pairs), float64(c.pairs)}) {
+			t.Errorf("pid %d: %+v, rates %v", c.s.pid, c.s.res, c.s.rates)
+		}
+		// Four turns of 10 ms each: 40 ms of CPU, 1 ms for each 100 pairs.
+		if u := c.s.cpu.use(c.s.res.n); math.Abs(u.PerOp["keenauthd"]-40.0/float64(4*c.pairs)) > 1e-9 || u.BusyFrac != 0.5 {
+			t.Errorf("pid %d: CPU %+v", c.s.pid, u)
 		}
 	}
 }

@@ -155,18 +155,38 @@ type cpuUse struct {
 	BusyFrac float64            `json:"machine_busy_fraction"`
 }
 
-func cpuBetween(a, b cpuSample, n int) cpuUse {
+// since is what each group, and the machine, used from a to s.
+func (s cpuSample) since(a cpuSample) cpuSample {
+	d := cpuSample{at: s.at, groups: map[string]time.Duration{}, busy: s.busy - a.busy, total: s.total - a.total}
+	for _, g := range cpuGroups {
+		d.groups[g] = s.groups[g] - a.groups[g]
+	}
+	return d
+}
+
+// plus adds up two spans of use (each what since answers): the CPU of a
+// loop that ran in turns.
+func (s cpuSample) plus(d cpuSample) cpuSample {
+	sum := cpuSample{at: d.at, groups: map[string]time.Duration{}, busy: s.busy + d.busy, total: s.total + d.total}
+	for _, g := range cpuGroups {
+		sum.groups[g] = s.groups[g] + d.groups[g]
+	}
+	return sum
+}
+
+// use is a span of use (what since answers) per operation, n of them.
+func (s cpuSample) use(n int) cpuUse {
 	u := cpuUse{PerOp: map[string]float64{}}
 	if n == 0 {
 		return u
 	}
 	per := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(n) }
 	for _, g := range cpuGroups {
-		u.PerOp[g] = per(b.groups[g] - a.groups[g])
+		u.PerOp[g] = per(s.groups[g])
 	}
-	u.Total = per(b.busy - a.busy)
-	if total := b.total - a.total; total > 0 {
-		u.BusyFrac = float64(b.busy-a.busy) / float64(total)
+	u.Total = per(s.busy)
+	if s.total > 0 {
+		u.BusyFrac = float64(s.busy) / float64(s.total)
 	}
 	return u
 }

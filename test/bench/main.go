@@ -144,13 +144,15 @@ type bench struct {
 	srv   *server
 	api   *api
 	bound *bound
-	// beside, while P1 runs against the traced server, is the untraced
-	// server's client: each repetition applies the same plan there too,
-	// alternated, and P1T divides by those applies (tracing).
-	beside *api
-	rdb    *redis.Client
-	rows   []row
-	warm   envKey
+	// beside, while P1 and P2 run against the traced server, is the
+	// untraced server's client: each repetition of P1 applies the same
+	// plan there too, and P2's loop takes turns with a loop there; P1T and
+	// P2T divide by those (tracing). besidePID is that server's process.
+	beside    *api
+	besidePID int
+	rdb       *redis.Client
+	rows      []row
+	warm      envKey
 
 	// What a scenario needs to start a keenauthd of its own (P5).
 	bin, dbURL, redisURL, tmp string

@@ -93,7 +93,7 @@ func (b *bench) p13(ctx context.Context) error {
 		}
 	}
 
-	res, err := b.p2Loop(ctx, b.api, envs, b.o.p2Duration, 3, func(planID string, planned, applied time.Time) {
+	res, err := b.p2Loop(ctx, b.api, envs, b.o.p2Duration, p2First(3, 0), func(planID string, planned, applied time.Time) {
 		mu.Lock()
 		replied[planID+"|plan.created"], replied[planID+"|plan.applied"] = planned, applied
 		mu.Unlock()

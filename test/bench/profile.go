@@ -67,7 +67,7 @@ func (b *bench) profile(ctx context.Context, id string) error {
 		}
 	case "P2":
 		work = func(ctx context.Context) error {
-			_, err := b.p2Server(ctx, b.p2Envs, b.o.profileFor, 2)
+			_, err := b.p2Server(ctx, b.p2Envs, b.o.profileFor, 5)
 			return err
 		}
 	case "P3":

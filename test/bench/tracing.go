@@ -85,9 +85,7 @@ func (b *bench) tracing(ctx context.Context, untraced []row, bin, dbURL, redisUR
 			continue
 		}
 		fmt.Fprintf(b.out, "  %s traced …\n", sc.id)
-		if sc.id == "P1" {
-			b.beside = plainAPI
-		}
+		b.beside, b.besidePID = plainAPI, plain.pid()
 		runErr = sc.run(ctx)
 		b.beside = nil
 	}
@@ -129,9 +127,13 @@ func tracedRow(t, u row) row {
 	untracedFig, boundOf := u.Figure, "(untraced)"
 	// P1's traced applies alternated with applies of the same plans
 	// on the untraced server (b.beside): those are its bound, not the
-	// untraced run's, which ran before P2 filled the database.
+	// untraced run's, which ran before P2 filled the database. P2's
+	// traced loop took turns with a loop on the untraced server, its
+	// bound in that run.
 	if m, ok := t.Details["untraced_apply_median_ms"].(float64); ok && m > 0 {
 		untracedFig, boundOf = m, "(untraced, alternated)"
+	} else if t.ID == "P2" && t.BoundOf == "(untraced, alternated)" && t.Bound > 0 {
+		untracedFig, boundOf = t.Bound, t.BoundOf
 	}
 	ratio := t.Figure / untracedFig
 	if t.Unit == "/s" {
@@ -146,7 +148,7 @@ func tracedRow(t, u row) row {
 	// read 628 and 736 pairs/s a minute apart) weighs on it as much as
 	// the drift it would take out, now that the traced runs follow the
 	// untraced ones at once.
-	if t.Bound > 0 && u.Bound > 0 {
+	if t.Bound > 0 && u.Bound > 0 && t.BoundOf == u.BoundOf {
 		tr, ur := t.Figure/t.Bound, u.Figure/u.Bound
 		r.Details["traced_ratio_to_bound"], r.Details["untraced_ratio_to_bound"] = tr, ur
 		if t.Unit == "/s" {
