@@ -135,15 +135,17 @@ func (b *bench) p1(ctx context.Context) error {
 			r.Details["untraced_apply_ms"] = msList(besides)
 			r.Details["untraced_apply_median_ms"] = ms(median(besides))
 		}
+		// In the traced run (b.beside set) the targets are not checked:
+		// its rows are P1T's figures (tracing's tracedRow).
 		if n == 1000 {
-			r.Target, r.Checked, r.Pass = "ratio ≤ 1.3", true, ratio <= 1.3
+			r.Target, r.Checked, r.Pass = "ratio ≤ 1.3", b.beside == nil, ratio <= 1.3
 		}
 		b.add(r)
 		if n == 1000 {
 			pm := median(plans)
 			pr := pm.Seconds() / fig.Seconds()
 			b.add(row{ID: "P4", Scenario: fmt.Sprintf("plan creation, 1,000-resource document, median of %d", reps), Figure: ms(pm), Unit: "ms",
-				Bound: ms(fig), BoundOf: "(P1 apply)", Ratio: pr, Target: "≤ 1.0 × the apply", Checked: true, Pass: pr <= 1.0,
+				Bound: ms(fig), BoundOf: "(P1 apply)", Ratio: pr, Target: "≤ 1.0 × the apply", Checked: b.beside == nil, Pass: pr <= 1.0,
 				Details: map[string]any{"plan_ms": msList(plans), "document_bytes": len(body)}})
 		}
 	}
