@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // LoadRevisionKindSpecs reads, in one statement that does not wait for the
@@ -33,31 +32,18 @@ func (r Reader) LoadRevisionKindSpecs(ctx context.Context, envID, id string, atL
 	// text: its values are slices of the connection's read buffer, where
 	// database/sql would make a string or a slice of every value and an
 	// interface of each (six allocations a row, 6,000 for 1,000 apis).
-	sqlDB, err := r.g.DB()
-	if err != nil {
-		return "", err
-	}
-	conn, err := sqlDB.Conn(ctx)
-	if err != nil {
-		return "", interpretError(err)
-	}
-	defer conn.Close()
 	var eachErr error // each's, returned as it is
-	err = conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("configdb: a PostgreSQL connection is %T, not pgx's", dc)
-		}
-		rows, err := sc.Conn().Query(ctx, `SELECT k.kind, r.key, r.version, r.spec FROM (SELECT types->>0 AS kind FROM config_revisions
-		WHERE environment_id = $1 AND id = $2 AND jsonb_array_length(types) = 1
-		AND (counts->>'created')::int + (counts->>'updated')::int + (counts->>'deleted')::int >= $3) k
-		LEFT JOIN resources r ON r.environment_id = $1 AND r.kind = k.kind`,
-			pgx.QueryResultFormats{pgx.TextFormatCode}, envID, id, atLeast)
+	err := r.withPgx(ctx, func(c *pgx.Conn) (err error) {
+		var n int64
+		end := statementSpan(ctx, "config_revisions", sqlRevisionKindSpecs)
+		defer func() { end(n, err) }()
+		rows, err := c.Query(ctx, sqlRevisionKindSpecs, pgx.QueryResultFormats{pgx.TextFormatCode}, envID, id, atLeast)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
+			n++
 			v := rows.RawValues()
 			if len(v) != 4 {
 				return fmt.Errorf("configdb: %d columns, want 4", len(v))
@@ -86,6 +72,12 @@ func (r Reader) LoadRevisionKindSpecs(ctx context.Context, envID, id string, atL
 	}
 	return kind, nil
 }
+
+// sqlRevisionKindSpecs is LoadRevisionKindSpecs's statement on PostgreSQL.
+const sqlRevisionKindSpecs = `SELECT k.kind, r.key, r.version, r.spec FROM (SELECT types->>0 AS kind FROM config_revisions
+	WHERE environment_id = $1 AND id = $2 AND jsonb_array_length(types) = 1
+	AND (counts->>'created')::int + (counts->>'updated')::int + (counts->>'deleted')::int >= $3) k
+	LEFT JOIN resources r ON r.environment_id = $1 AND r.kind = k.kind`
 
 // loadRevisionKindSpecsSQLite is LoadRevisionKindSpecs on SQLite.
 func (r Reader) loadRevisionKindSpecsSQLite(ctx context.Context, envID, id string, atLeast int, each func(key []byte, version int, spec []byte) error) (kind string, _ error) {

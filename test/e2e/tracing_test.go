@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -411,6 +412,62 @@ func TestTracingOneTracePerRequest(t *testing.T) {
 	}
 	if lines == 0 {
 		t.Fatalf("no log line with request_id %s:\n%s", reqID, c.Nodes[0].Logs())
+	}
+}
+
+// TestTracingSpansTheStatementsReadWithPgx: the reads configdb sends with
+// pgx itself, past GORM and its plugin (a revision's row; the resources of
+// its kind, read beside it for its diff), have their spans too, as the
+// plugin makes them: under the request's span, with the statement and
+// never its values.
+func TestTracingSpansTheStatementsReadWithPgx(t *testing.T) {
+	c := newTracedCluster(t, "OTEL_BSP_SCHEDULE_DELAY=50")
+	a := c.applyWithSecret(c.connectionPlan("acme-sso"), "acme-sso", tracingSecret, nil)
+	rev, _ := a.JSON()["revision_id"].(string)
+	if a.Status != http.StatusOK || rev == "" {
+		t.Fatalf("apply: %d %s", a.Status, a.Body)
+	}
+	for i, tc := range []struct {
+		path string
+		want []string // a part of the statement of each span wanted
+	}{
+		{"/v1/config-revisions/" + rev, []string{"FROM config_revisions"}},
+		{"/v1/config-revisions/" + rev + "/diff", []string{"FROM config_revisions", "LEFT JOIN resources r ON"}},
+	} {
+		trace := fmt.Sprintf("%031x%d", 0xab, i+1)
+		if g := c.send("GET", tc.path, nil, map[string]string{"traceparent": "00-" + trace + "-" + incomingParent + "-01"}); g.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", tc.path, g.Status, g.Body)
+		}
+		var sql []exportedSpan
+		waitFor(t, "the spans of GET "+tc.path, func() bool {
+			spans := c.Recv.Trace(trace)
+			var server []byte
+			for _, s := range spans {
+				if s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+					server = s.SpanId
+				}
+			}
+			sql = nil
+			for _, s := range spans {
+				if server != nil && s.Kind == tracepb.Span_SPAN_KIND_CLIENT && attr(s.Span, "db.system") == "postgresql" && descendsFrom(s, server, spans) {
+					sql = append(sql, s)
+				}
+			}
+			for _, w := range tc.want {
+				if !slices.ContainsFunc(sql, func(s exportedSpan) bool { return strings.Contains(attr(s.Span, "db.statement"), w) }) {
+					return false
+				}
+			}
+			return true
+		})
+		for _, s := range sql {
+			if q := attr(s.Span, "db.statement"); strings.Contains(q, c.EnvID) || strings.Contains(q, rev) {
+				t.Errorf("GET %s: SQL span %q carries a value: %q", tc.path, s.Name, q)
+			}
+			if strings.Contains(attr(s.Span, "db.statement"), "FROM config_revisions") && attr(s.Span, "db.operation") != "select" {
+				t.Errorf("GET %s: SQL span %q: db.operation %q", tc.path, s.Name, attr(s.Span, "db.operation"))
+			}
+		}
 	}
 }
 
