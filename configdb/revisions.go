@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/keenauth/configplans/revisions"
 	"gorm.io/gorm"
 )
@@ -74,10 +75,31 @@ func visibleRevisions(q *gorm.DB, envID string, keep int, now time.Time) *gorm.D
 }
 
 // GetRevision reads a revision that is still kept (revisions.ErrNotFound).
+//
+// On PostgreSQL the row is read with pgx itself (withPgx): through GORM and
+// database/sql, a revision's resources (up to 10 MiB) were copied twice,
+// once by the driver and once by database/sql, and every column set by
+// reflection; pgx copies them once, into the slice they are decoded from.
 func (d *DB) GetRevision(ctx context.Context, envID, id string, keep int) (*revisions.Revision, error) {
 	var r revisionRow
-	err := visibleRevisions(d.q(ctx), envID, keep, d.now()).Where("id = ?", id).Take(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	var err error
+	if d.sqlite {
+		err = visibleRevisions(d.q(ctx), envID, keep, d.now()).Where("id = ?", id).Take(&r).Error
+	} else {
+		err = d.withPgx(ctx, func(c *pgx.Conn) (err error) {
+			end := statementSpan(ctx, "config_revisions", sqlGetRevision)
+			defer func() {
+				n := int64(1)
+				if err != nil {
+					n = 0
+				}
+				end(n, err)
+			}()
+			return c.QueryRow(ctx, sqlGetRevision, envID, id, d.now(), keep-1).
+				Scan(&r.EnvironmentID, &r.ID, &r.PlanID, &r.Types, &r.Counts, &r.Resources, &r.CreatedAt, &r.ExpiresAt)
+		})
+	}
+	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows) {
 		return nil, revisions.ErrNotFound
 	}
 	if err != nil {
@@ -85,6 +107,12 @@ func (d *DB) GetRevision(ctx context.Context, envID, id string, keep int) (*revi
 	}
 	return decodeRevision(r, true)
 }
+
+// sqlGetRevision is GetRevision's statement on PostgreSQL: a revision by
+// its id among those visibleRevisions returns.
+const sqlGetRevision = `SELECT environment_id, id, plan_id, types, counts, resources, created_at, expires_at FROM config_revisions
+	WHERE environment_id = $1 AND id = $2 AND expires_at > $3
+	AND id >= COALESCE((SELECT id FROM config_revisions WHERE environment_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $4), '')`
 
 // ListRevisions reads a page of the revisions still kept, newest first,
 // without their resources: up to limit+1 older than before (when set).
