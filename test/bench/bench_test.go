@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -326,5 +330,35 @@ func TestPageFaultCostWritesEveryPageOfFreshMemory(t *testing.T) {
 	}
 	if d <= 0 {
 		t.Errorf("a page's first write took %v", d)
+	}
+}
+
+// api.do reads each answer into a buffer it keeps for the next one, and
+// copies the answer out: a reply's body stays as it was read after the
+// answers that follow it, however many requests share the buffers.
+func TestAnswersReadIntoKeptBuffersAreCopiedOut(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Write(bytes.Repeat([]byte(r.URL.Query().Get("c")), n))
+	}))
+	defer srv.Close()
+	a := newAPI(srv.URL, 2)
+	var replies []reply
+	for i, c := range []string{"a", "b", "c", "d", "e"} {
+		n := 70_000 >> i
+		r, err := a.do(context.Background(), http.MethodGet, fmt.Sprintf("/?c=%s&n=%d", c, n), "", nil, nil)
+		if err != nil || r.status != http.StatusOK {
+			t.Fatal(r.status, err)
+		}
+		replies = append(replies, r)
+	}
+	for i, c := range []string{"a", "b", "c", "d", "e"} {
+		if want := bytes.Repeat([]byte(c), 70_000>>i); !bytes.Equal(replies[i].body, want) {
+			t.Errorf("reply %d: %d bytes %.10q…, want %d of %q", i, len(replies[i].body), replies[i].body, len(want), c)
+		}
+	}
+	if len(a.bodies) == 0 {
+		t.Error("no buffer was kept for the next answer")
 	}
 }
