@@ -17,13 +17,20 @@ import (
 
 // dbfSetup starts the API over a PostgreSQL database reached through a
 // proxy that the test cuts; direct reads the same database around it.
-// arm, when set, runs inside each apply transaction just before its writes.
+// arm, when set, runs once: inside the first apply transaction, just before
+// its writes (the fault each test arms is for that attempt alone).
 func dbfSetup(t *testing.T, arm func(p *testdb.Proxy)) (e *apitest.Env, p *testdb.Proxy, direct *gorm.DB) {
 	t.Helper()
 	if arm == nil {
 		return dbfSetupTx(t, nil)
 	}
-	return dbfSetupTx(t, func(p *testdb.Proxy, _ *gorm.DB) error { arm(p); return nil })
+	var armed atomic.Bool
+	return dbfSetupTx(t, func(p *testdb.Proxy, _ *gorm.DB) error {
+		if !armed.Swap(true) {
+			arm(p)
+		}
+		return nil
+	})
 }
 
 // dbfSetupTx is dbfSetup whose arm also gets the apply's transaction.
@@ -112,11 +119,8 @@ func TestDatabaseDown503WithRetryAfterOnEveryEndpoint(t *testing.T) {
 // nothing is written, and once the lease has passed the plan applies.
 func TestDatabaseLostMidApply503ThenTheLeaseFreesThePlan(t *testing.T) {
 	t.Parallel()
-	var down atomic.Bool
 	e, proxy, direct := dbfSetup(t, func(p *testdb.Proxy) {
-		if !down.Swap(true) {
-			p.SetDown(true)
-		}
+		p.SetDown(true)
 	})
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 	dbfWant503(t, "apply", idemPost(e, idemApplyPath(id), "{}", ""))
@@ -135,11 +139,8 @@ func TestDatabaseLostMidApply503ThenTheLeaseFreesThePlan(t *testing.T) {
 // fresh connection and the client sees only its success.
 func TestDatabaseCutBeforeCommitIsRetriedUnseen(t *testing.T) {
 	t.Parallel()
-	var cut atomic.Bool
 	e, proxy, direct := dbfSetup(t, func(p *testdb.Proxy) {
-		if !cut.Swap(true) {
-			p.Cut()
-		}
+		p.Cut()
 	})
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 	e.Apply(id, "{}")
@@ -167,11 +168,8 @@ func TestDatabaseCutBeforeCommitIsRetriedUnseen(t *testing.T) {
 // success, not the 409 "being applied" of an apply that holds the lock.
 func TestDatabaseCutWhoseBackendLingersIsRetriedUnseen(t *testing.T) {
 	t.Parallel()
-	var cut atomic.Bool
 	e, _, direct := dbfSetup(t, func(p *testdb.Proxy) {
-		if !cut.Swap(true) {
-			p.CutLingering(150 * time.Millisecond)
-		}
+		p.CutLingering(150 * time.Millisecond)
 	})
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 	e.Apply(id, "{}")
@@ -185,11 +183,8 @@ func TestDatabaseCutWhoseBackendLingersIsRetriedUnseen(t *testing.T) {
 // the backend is gone it applies the plan.
 func TestDatabaseCutWhoseBackendLingersPastEveryAttemptIs503(t *testing.T) {
 	t.Parallel()
-	var cut atomic.Bool
 	e, _, direct := dbfSetup(t, func(p *testdb.Proxy) {
-		if !cut.Swap(true) {
-			p.CutLingering(3 * time.Second)
-		}
+		p.CutLingering(3 * time.Second)
 	})
 	id := e.Plan(idemDoc("orders"), false)["id"].(string)
 	dbfWant503(t, "apply", idemPost(e, idemApplyPath(id), "{}", ""))
