@@ -277,12 +277,7 @@ func takeTurns(ctx context.Context, d time.Duration, turns int, a, b *p2Side, sa
 			if err != nil {
 				return err
 			}
-			used := sample(s.pid).since(before)
-			if s.cpu.groups == nil {
-				s.cpu = used
-			} else {
-				s.cpu = s.cpu.plus(used)
-			}
+			s.cpu = s.cpu.plus(sample(s.pid).since(before))
 			s.res.add(r)
 			s.rates = append(s.rates, r.rate)
 		}
