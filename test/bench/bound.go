@@ -124,11 +124,19 @@ type pairState struct {
 }
 
 // planThenApply writes what a plan creation and the apply of that plan
-// write for the update of one resource, as two transactions: the plan row
-// and its plan_created event; then the resource, the generations, the
-// revision, the management log, the plan's state and its events. It
-// returns how long the second (the apply's) took.
+// write for the update of one resource, as two transactions (writePlan,
+// then writeApply). It returns how long the second (the apply's) took.
 func (bd *bound) planThenApply(ctx context.Context, ek envKey, st *pairState, next []byte) (time.Duration, error) {
+	planID, err := bd.writePlan(ctx, ek, *st, next)
+	if err != nil {
+		return 0, err
+	}
+	return bd.writeApply(ctx, ek, st, planID, next)
+}
+
+// writePlan writes the plan of an update of st's resource to next, and its
+// plan_created event, and returns the plan's id.
+func (bd *bound) writePlan(ctx context.Context, ek envKey, st pairState, next []byte) (string, error) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	planID := newID("cfgp_")
 	v := st.version
@@ -145,12 +153,20 @@ func (bd *bound) planThenApply(ctx context.Context, ek envKey, st *pairState, ne
 		VALUES ($1, $2, $3, 'plan_created', $4, $5, $6, '{"summary":{"create":0,"update":1,"delete":0,"no_op":0}}')`,
 		ek.EnvID, planID, newID("evt_"), now, ek.KeyID, newID("req_"))
 	if err := bd.runBatch(ctx, b); err != nil {
-		return 0, fmt.Errorf("bound plan: %w", err)
+		return "", fmt.Errorf("bound plan: %w", err)
 	}
+	return planID, nil
+}
 
+// writeApply writes the apply of the plan planID (writePlan's, for st and
+// next): the resource, the generations, the revision, the management log,
+// the plan's state and its events; st is the resource's new state after
+// it. It returns how long it took.
+func (bd *bound) writeApply(ctx context.Context, ek envKey, st *pairState, planID string, next []byte) (time.Duration, error) {
 	start := time.Now()
-	now = start.UTC().Truncate(time.Microsecond)
-	b = &pgx.Batch{}
+	now := start.UTC().Truncate(time.Microsecond)
+	v := st.version
+	b := &pgx.Batch{}
 	b.Queue(`UPDATE resources SET spec = $5::jsonb, display_name_key = NULL, version = $4 + 1, updated_at = $6
 		WHERE environment_id = $1 AND kind = $2 AND key = $3 AND version = $4`, ek.EnvID, "api", st.key, v, string(next), now)
 	applyWrites(b, ek, planID, now, "updated", []revisionEntry{{Kind: "api", Key: st.key, Action: "update", VersionBefore: &v, SpecBefore: st.spec}},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -57,15 +58,18 @@ func serveReplayReference(addr, redisURL, key string) error {
 	return srv.ListenAndServe()
 }
 
-// replayReference is a running reference server.
-type replayReference struct {
+// reference is a running reference server: this benchmark's own binary,
+// started with the argument that makes it serve a reference, in a process
+// of its own (so that its CPU is its own, as keenauthd's is).
+type reference struct {
 	cmd  *exec.Cmd
 	base string
 }
 
-// startReplayReference starts the reference, a child process of this
-// benchmark's binary, and waits until it answers.
-func startReplayReference(ctx context.Context, redisURL, key string) (*replayReference, error) {
+// startReference starts the binary with arg, a free address and args
+// (stdin, when not nil, is given on its standard input), and waits until
+// it answers on that address.
+func startReference(ctx context.Context, stdin []byte, arg string, args ...string) (*reference, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -74,10 +78,13 @@ func startReplayReference(ctx context.Context, redisURL, key string) (*replayRef
 	if err != nil {
 		return nil, err
 	}
-	ref := &replayReference{cmd: exec.Command(self, replayRefArg, addr, redisURL, key), base: "http://" + addr}
+	ref := &reference{cmd: exec.Command(self, append([]string{arg, addr}, args...)...), base: "http://" + addr}
 	ref.cmd.Stderr = os.Stderr
+	if stdin != nil {
+		ref.cmd.Stdin = bytes.NewReader(stdin)
+	}
 	if err := ref.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the replay reference: %w", err)
+		return nil, fmt.Errorf("start %s: %w", arg, err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
@@ -86,20 +93,22 @@ func startReplayReference(ctx context.Context, redisURL, key string) (*replayRef
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			ref.stop()
-			return nil, fmt.Errorf("the replay reference did not listen on %s", addr)
+			return nil, fmt.Errorf("%s did not listen on %s", arg, addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-func (r *replayReference) stop() {
+func (r *reference) pid() int { return r.cmd.Process.Pid }
+
+func (r *reference) stop() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 }
 
 // referenceReplay is one request shaped like a replay to the reference,
 // which must answer 200 with want bytes, and its latency.
-func referenceReplay(ctx context.Context, ref *replayReference, secret string, want int) func() (time.Duration, error) {
+func referenceReplay(ctx context.Context, ref *reference, secret string, want int) func() (time.Duration, error) {
 	a := newAPI(ref.base, 2)
 	return func() (time.Duration, error) {
 		r, err := a.do(ctx, http.MethodPost, "/v1/config-plans/reference:apply", secret, []byte("{}"), map[string]string{"Idempotency-Key": "bench-replay-0001"})

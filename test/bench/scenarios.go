@@ -429,7 +429,7 @@ func (b *bench) p3(ctx context.Context) error {
 	if err := b.rdb.Set(ctx, rkey, first.body, time.Hour).Err(); err != nil {
 		return err
 	}
-	ref, err := startReplayReference(ctx, fmt.Sprintf("redis://%s/%d", b.o.redisAddr, b.o.redisDB), rkey)
+	ref, err := startReference(ctx, nil, replayRefArg, fmt.Sprintf("redis://%s/%d", b.o.redisAddr, b.o.redisDB), rkey)
 	if err != nil {
 		return err
 	}
