@@ -263,30 +263,37 @@ func TestTakeTurnsAlternatesAndAddsUpEachSide(t *testing.T) {
 			return loopResult{n: pairs, elapsed: time.Second, rate: float64(pairs), applies: []time.Duration{time.Duration(turn)}}, nil
 		}}
 	}
-	a, b := side("a", 1, 300), side("b", 2, 500)
-	// Each read of a pid's CPU finds 10 ms more for it than the last.
-	used := map[int]time.Duration{}
-	sample := func(pid int) cpuSample {
-		used[pid] += 10 * time.Millisecond
-		return cpuSample{groups: map[string]time.Duration{"keenauthd": used[pid]}, busy: used[pid], total: 2 * used[pid]}
-	}
-	if err := takeTurns(context.Background(), 20*time.Second, 4, a, b, sample); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.Join(calls, " "), "a0:5s b0:5s b1:5s a1:5s a2:5s b2:5s b3:5s a3:5s"; got != want {
-		t.Errorf("turns %s, want %s", got, want)
-	}
 	for _, c := range []struct {
-		s     *p2Side
-		pairs int
-	}{{a, 300}, {b, 500}} {
-		if c.s.res.n != 4*c.pairs || c.s.res.elapsed != 4*time.Second || c.s.res.rate != float64(c.pairs) ||
-			!reflect.DeepEqual(c.s.res.applies, []time.Duration{0, 1, 2, 3}) || !reflect.DeepEqual(c.s.rates, []float64{float64(c.pairs), float64(c.pairs), float64(c.pairs), float64(c.pairs)}) {
-			t.Errorf("pid %d: %+v, rates %v", c.s.pid, c.s.res, c.s.rates)
+		sides []*p2Side
+		want  string
+	}{
+		{[]*p2Side{side("a", 1, 300), side("b", 2, 500)}, "a0:5s b0:5s b1:5s a1:5s a2:5s b2:5s b3:5s a3:5s"},
+		// P2's three loops: the server's, the bound's, the pair reference's.
+		{[]*p2Side{side("a", 1, 300), side("b", 2, 500), side("c", 3, 700)}, "a0:5s b0:5s c0:5s c1:5s b1:5s a1:5s a2:5s b2:5s c2:5s c3:5s b3:5s a3:5s"},
+	} {
+		calls = nil
+		// Each read of a pid's CPU finds 10 ms more for it than the last.
+		used := map[int]time.Duration{}
+		sample := func(pid int) cpuSample {
+			used[pid] += 10 * time.Millisecond
+			return cpuSample{groups: map[string]time.Duration{"keenauthd": used[pid]}, busy: used[pid], total: 2 * used[pid]}
 		}
-		// Four turns of 10 ms each: 40 ms of CPU, 1 ms for each 100 pairs.
-		if u := c.s.cpu.use(c.s.res.n); math.Abs(u.PerOp["keenauthd"]-40.0/float64(4*c.pairs)) > 1e-9 || u.BusyFrac != 0.5 {
-			t.Errorf("pid %d: CPU %+v", c.s.pid, u)
+		if err := takeTurns(context.Background(), 20*time.Second, 4, c.sides, sample); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(calls, " "); got != c.want {
+			t.Errorf("turns %s, want %s", got, c.want)
+		}
+		for i, s := range c.sides {
+			pairs := 300 + 200*i
+			if s.res.n != 4*pairs || s.res.elapsed != 4*time.Second || s.res.rate != float64(pairs) ||
+				!reflect.DeepEqual(s.res.applies, []time.Duration{0, 1, 2, 3}) || !reflect.DeepEqual(s.rates, []float64{float64(pairs), float64(pairs), float64(pairs), float64(pairs)}) {
+				t.Errorf("pid %d: %+v, rates %v", s.pid, s.res, s.rates)
+			}
+			// Four turns of 10 ms each: 40 ms of CPU, 1 ms for each 100 pairs.
+			if u := s.cpu.use(s.res.n); math.Abs(u.PerOp["keenauthd"]-40.0/float64(4*pairs)) > 1e-9 || u.BusyFrac != 0.5 {
+				t.Errorf("pid %d: CPU %+v", s.pid, u)
+			}
 		}
 	}
 }

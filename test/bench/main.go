@@ -131,6 +131,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 4 && os.Args[1] == pairRefArg {
+		if err := servePairReference(ctx, os.Args[2], os.Args[3], os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: pair reference:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -154,8 +161,13 @@ type bench struct {
 	rows      []row
 	warm      envKey
 
-	// What a scenario needs to start a keenauthd of its own (P5).
-	bin, dbURL, redisURL, tmp string
+	// What a scenario needs to start a keenauthd of its own (P5), and
+	// the URL of the bound's pool (P2's pair reference has one like it).
+	bin, dbURL, redisURL, tmp, boundURL string
+	// plog, with -pg-log, is told of the pair reference's connections
+	// before the reference stops, so that its statements count as the
+	// bench's.
+	plog *pgLog
 	// dbName is the run's database (P2's CPU by process tells its
 	// PostgreSQL backends by it).
 	dbName string
@@ -289,7 +301,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer pool.Close()
 
 	b := &bench{o: o, out: stdout, srv: srv, api: newAPI(srv.base, 32), bound: &bound{pool: pool}, rdb: rdb,
-		bin: bin, dbURL: dbURL, dbName: dbName, redisURL: fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp: tmp}
+		bin: bin, dbURL: dbURL, boundURL: boundURL, plog: plog, dbName: dbName, redisURL: fmt.Sprintf("redis://%s/%d", o.redisAddr, o.redisDB), tmp: tmp}
 	if err := b.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}

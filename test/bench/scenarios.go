@@ -196,10 +196,35 @@ func (b *bench) p2(ctx context.Context) error {
 	lower, boundOf := &p2Side{pid: b.srv.pid(), loop: func(ctx context.Context, d time.Duration, turn int) (loopResult, error) {
 		return b.p2Bound(ctx, envs, d, turn)
 	}}, "(bare SQL)"
+	var ref *p2Side
 	if b.beside != nil {
 		lower, boundOf = &p2Side{pid: b.besidePID, loop: func(ctx context.Context, d time.Duration, turn int) (loopResult, error) {
 			return b.p2Loop(ctx, b.beside, envs, d, p2First(4, turn), nil)
 		}}, "(untraced, alternated)"
+	} else {
+		// The pair reference (pairref.go) takes its turns beside the two.
+		pr, err := startPairReference(ctx, b.boundURL, envs)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if b.plog != nil {
+				_ = b.plog.noteBenchBackends(context.WithoutCancel(ctx))
+			}
+			pr.stop()
+		}()
+		client := newAPI(pr.base, 32)
+		ref = &p2Side{pid: pr.pid(), loop: func(ctx context.Context, d time.Duration, turn int) (loopResult, error) {
+			// The other loops changed each environment's api since.
+			if err := resetPairReference(ctx, client); err != nil {
+				return loopResult{}, err
+			}
+			return b.p2Loop(ctx, client, envs, d, p2First(3, turn), nil)
+		}}
+	}
+	sides := []*p2Side{srv, lower}
+	if ref != nil {
+		sides = append(sides, ref)
 	}
 	// The CPU of each loop, by process (test/bench/cpu.go); a reading that
 	// fails leaves the figures out, not the row.
@@ -209,7 +234,7 @@ func (b *bench) p2(ctx context.Context) error {
 		cpuErr = errors.Join(cpuErr, err)
 		return s
 	}
-	if err := takeTurns(ctx, b.o.p2Duration, p2Turns, srv, lower, sample); err != nil {
+	if err := takeTurns(ctx, b.o.p2Duration, p2Turns, sides, sample); err != nil {
 		return err
 	}
 	ratio := srv.res.rate / lower.res.rate
@@ -228,6 +253,11 @@ func (b *bench) p2(ctx context.Context) error {
 			other = "untraced server loop:"
 		}
 		fmt.Fprintf(b.out, "  P2 CPU per pair, server loop:         %s\n  P2 CPU per pair, %s %s\n", srvCPU, other, boundCPU)
+		if ref != nil {
+			refCPU := ref.cpu.use(ref.res.n)
+			details["reference_cpu"] = refCPU
+			fmt.Fprintf(b.out, "  P2 CPU per pair, pair reference loop: %s (its server in the place of keenauthd)\n", refCPU)
+		}
 	} else {
 		fmt.Fprintf(b.out, "  P2 CPU by process not read: %v\n", cpuErr)
 	}
@@ -249,6 +279,14 @@ func (b *bench) p2(ctx context.Context) error {
 		Ratio: p99.Seconds() / bp99.Seconds(), Target: "p99 ≤ 2 × bound p99", Checked: checked, Pass: p99 <= 2*bp99,
 		Details: map[string]any{"samples": len(srv.res.applies), "plan_p50_ms": ms(percentile(srv.res.plans, 50)), "plan_p99_ms": ms(percentile(srv.res.plans, 99)),
 			"apply_max_ms": ms(percentile(srv.res.applies, 100))}})
+	if ref != nil {
+		b.add(row{ID: "P2", Scenario: "the pair reference (bare net/http, the bound's writes): pairs per second", Figure: ref.res.rate, Unit: "/s",
+			Bound: lower.res.rate, BoundOf: "(bare SQL)", Ratio: ref.res.rate / lower.res.rate, Target: "—",
+			Details: map[string]any{"pairs": ref.res.n, "seconds": ref.res.elapsed.Seconds(), "rates": ref.rates,
+				"apply_p50_ms": ms(percentile(ref.res.applies, 50)), "apply_p99_ms": ms(percentile(ref.res.applies, 99))}})
+		b.add(row{ID: "P2", Scenario: "pairs per second beside the pair reference", Figure: srv.res.rate, Unit: "/s",
+			Bound: ref.res.rate, BoundOf: "(HTTP + bare SQL)", Ratio: srv.res.rate / ref.res.rate, Target: "—"})
+	}
 	return nil
 }
 
@@ -262,14 +300,15 @@ type p2Side struct {
 	cpu   cpuSample // the CPU of its turns, added up (cpuSample.since)
 }
 
-// takeTurns runs a and b for d each, in turns of d/turns: a then b, b then
-// a, and so on. Each side's result is its turns' added up, its CPU what
-// sample read before and after each of them (with the side's pid).
-func takeTurns(ctx context.Context, d time.Duration, turns int, a, b *p2Side, sample func(pid int) cpuSample) error {
+// takeTurns runs each side for d, in turns of d/turns: the sides in their
+// order, then in the reverse order, and so on (A B, B A, … for two). Each
+// side's result is its turns' added up, its CPU what sample read before
+// and after each of them (with the side's pid).
+func takeTurns(ctx context.Context, d time.Duration, turns int, sides []*p2Side, sample func(pid int) cpuSample) error {
 	for t := range turns {
-		order := [2]*p2Side{a, b}
+		order := slices.Clone(sides)
 		if t%2 == 1 {
-			order = [2]*p2Side{b, a}
+			slices.Reverse(order)
 		}
 		for _, s := range order {
 			before := sample(s.pid)
