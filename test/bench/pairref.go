@@ -34,9 +34,9 @@ const pairRefArg = "-serve-pair-reference"
 // pairRef is the reference's state.
 type pairRef struct {
 	bd    *bound
-	keys  map[string]envKey // by secret
-	mu    sync.Mutex
-	envs  map[string]*pairEnv // by environment id
+	keys  map[string]envKey   // by secret
+	envs  map[string]*pairEnv // by environment id; set at the start
+	mu    sync.Mutex          // guards plans
 	plans map[string]refPlan  // planned, not applied yet, by plan id
 }
 
@@ -103,15 +103,17 @@ func (ref *pairRef) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// reset takes each environment's lock, then the plans' (never both at
+// once): a plan request holds its environment's while it takes the plans'.
 func (ref *pairRef) reset() {
-	ref.mu.Lock()
-	defer ref.mu.Unlock()
 	for _, e := range ref.envs {
 		e.mu.Lock()
 		e.loaded = false
 		e.mu.Unlock()
 	}
+	ref.mu.Lock()
 	clear(ref.plans)
+	ref.mu.Unlock()
 }
 
 func (ref *pairRef) plan(w http.ResponseWriter, r *http.Request, ek envKey) {
